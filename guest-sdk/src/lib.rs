@@ -1,0 +1,136 @@
+//! # burrow-sdk
+//!
+//! Write [Burrow](https://example.invalid/burrow) actors in Rust. An actor is a
+//! WebAssembly component: its actions are plain Rust functions whose
+//! arguments and results are serde types, its durable data lives in its own
+//! SQLite database ([`db`]) and in one state value ([`state`]), and every
+//! action runs in one transaction that the host commits only if the action
+//! returns `Ok`.
+//!
+//! # Example
+//!
+//! The counter from `examples/counter`, built with
+//! `cargo build --target wasm32-wasip2 --release` and run by `burrow`:
+//!
+//! ```no_run
+//! use burrow_sdk::{db, Result};
+//!
+//! fn migrate() -> Result<()> {
+//!     db::execute_batch(
+//!         "CREATE TABLE IF NOT EXISTS counter (
+//!              id INTEGER PRIMARY KEY CHECK (id = 1),
+//!              value INTEGER NOT NULL
+//!          );
+//!          INSERT OR IGNORE INTO counter (id, value) VALUES (1, 0);",
+//!     )?;
+//!     Ok(())
+//! }
+//!
+//! fn increment(amount: i64) -> Result<i64> {
+//!     db::query_one("UPDATE counter SET value = value + ? WHERE id = 1 RETURNING value", [amount])?
+//!         .get(0)
+//! }
+//!
+//! fn get() -> Result<i64> {
+//!     db::query_one("SELECT value FROM counter WHERE id = 1", ())?.get(0)
+//! }
+//!
+//! burrow_sdk::actor! {
+//!     migrate: migrate,
+//!     actions: [increment, get],
+//! }
+//! ```
+//!
+//! `burrow call counter my-key increment '[5]'` then answers `5`, and
+//! the count survives restarts of the host.
+#![deny(missing_docs)]
+
+pub mod db;
+mod dispatch;
+mod error;
+pub mod log;
+pub mod state;
+
+pub use error::{Error, Result};
+pub use serde_json::Value as Json;
+
+#[doc(hidden)]
+pub use dispatch::{__action, __create, __hook, __parse_args, Action};
+
+/// Generated bindings of the `burrow:actor` WIT package. Not a stable API:
+/// use the functions of this crate instead.
+#[doc(hidden)]
+pub mod wit {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "burrow:actor/actor",
+        pub_export_macro: true,
+        export_macro_name: "__export_actor",
+        default_bindings_module: "burrow_sdk::wit",
+    });
+}
+
+/// Declares the actor that this component exports.
+///
+/// Hooks are optional and come in this order: `migrate` (runs at every
+/// start, before the others), `create` (once, with the creator's input as
+/// its one serde argument), `wake`, `sleep` and `destroy`. Actions are listed
+/// by function name; the name of the function is the name of the action.
+///
+/// ```no_run
+/// fn hello(name: String) -> burrow_sdk::Result<String> {
+///     Ok(format!("hello, {name}"))
+/// }
+/// burrow_sdk::actor! { actions: [hello] }
+/// ```
+#[macro_export]
+macro_rules! actor {
+    (
+        $(migrate: $migrate:path,)?
+        $(create: $create:path,)?
+        $(wake: $wake:path,)?
+        $(sleep: $sleep:path,)?
+        $(destroy: $destroy:path,)?
+        actions: [$($action:ident),* $(,)?] $(,)?
+    ) => {
+        #[doc(hidden)]
+        pub struct __BurrowActor;
+
+        #[allow(unreachable_code)]
+        impl $crate::wit::exports::burrow::actor::guest::Guest for __BurrowActor {
+            fn migrate() -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::__hook($migrate);)?
+                Ok(())
+            }
+            fn create(input: ::std::string::String) -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::__create($create, &input);)?
+                let _ = input;
+                Ok(())
+            }
+            fn wake() -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::__hook($wake);)?
+                Ok(())
+            }
+            fn sleep() -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::__hook($sleep);)?
+                Ok(())
+            }
+            fn destroy() -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::__hook($destroy);)?
+                Ok(())
+            }
+            fn action(
+                name: ::std::string::String,
+                args: ::std::string::String,
+            ) -> ::core::result::Result<::std::string::String, $crate::wit::burrow::actor::types::ActionError> {
+                let args = $crate::__parse_args(&args)?;
+                match name.as_str() {
+                    $(::core::stringify!($action) => $crate::__action(&$action, args),)*
+                    _ => Err($crate::wit::burrow::actor::types::ActionError::UnknownAction(name)),
+                }
+            }
+        }
+
+        $crate::wit::__export_actor!(__BurrowActor);
+    };
+}

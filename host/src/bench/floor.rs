@@ -1,0 +1,198 @@
+//! The floor: the benchmark work done by a minimal program with wasmtime
+//! and rusqlite and nothing of Burrow in between: no directory, no sandbox,
+//! no deadlines, no limits, no statement-size checks. Each operation still
+//! runs in its own committed transaction, like Burrow's.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Result, anyhow};
+use rusqlite::Connection;
+use rusqlite::types::ValueRef;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::Latencies;
+use crate::bindings::db::{DbError, QueryResult, Value};
+use crate::bindings::log::Level;
+use crate::bindings::state::StateError;
+use crate::bindings::{Actor, ActorPre, db, log, state, types};
+
+struct Floor {
+    conn: Connection,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for Floor {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for Floor {}
+
+impl log::Host for Floor {
+    fn log(&mut self, _: Level, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+}
+
+impl state::Host for Floor {
+    fn get(&mut self) -> wasmtime::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    fn set(&mut self, _: Vec<u8>) -> wasmtime::Result<Result<(), StateError>> {
+        Ok(Ok(()))
+    }
+}
+
+impl db::Host for Floor {
+    fn execute(
+        &mut self,
+        sql: String,
+        params: Vec<Value>,
+    ) -> wasmtime::Result<Result<QueryResult, DbError>> {
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        for (i, p) in params.into_iter().enumerate() {
+            match p {
+                Value::Integer(v) => stmt.raw_bind_parameter(i + 1, v)?,
+                Value::Text(v) => stmt.raw_bind_parameter(i + 1, v)?,
+                _ => wasmtime::bail!("the floor binds integers and text only"),
+            }
+        }
+        let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+        let mut rows = Vec::new();
+        let mut cursor = stmt.raw_query();
+        while let Some(row) = cursor.next()? {
+            let mut values = Vec::new();
+            for i in 0..columns.len() {
+                values.push(match row.get_ref(i)? {
+                    ValueRef::Integer(v) => Value::Integer(v),
+                    ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                    _ => Value::Null,
+                });
+            }
+            rows.push(values);
+        }
+        drop(cursor);
+        Ok(Ok(QueryResult {
+            columns,
+            rows,
+            changes: self.conn.changes(),
+            last_insert_rowid: self.conn.last_insert_rowid(),
+        }))
+    }
+
+    fn execute_batch(&mut self, sql: String) -> wasmtime::Result<Result<(), DbError>> {
+        self.conn.execute_batch(&sql)?;
+        Ok(Ok(()))
+    }
+}
+
+fn open(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+async fn start(
+    engine: &Engine,
+    pre: &ActorPre<Floor>,
+    path: &Path,
+    new: bool,
+) -> Result<(Store<Floor>, Actor)> {
+    let floor = Floor {
+        conn: open(path)?,
+        wasi: WasiCtx::builder().build(),
+        table: ResourceTable::new(),
+    };
+    let mut store = Store::new(engine, floor);
+    let actor = pre.instantiate_async(&mut store).await?;
+    let guest = actor.burrow_actor_guest();
+    store.data().conn.execute_batch("BEGIN")?;
+    guest
+        .call_migrate(&mut store)
+        .await?
+        .map_err(|f| anyhow!(f.message))?;
+    if new {
+        guest
+            .call_create(&mut store, "null")
+            .await?
+            .map_err(|f| anyhow!(f.message))?;
+    }
+    guest
+        .call_wake(&mut store)
+        .await?
+        .map_err(|f| anyhow!(f.message))?;
+    Ok((store, actor))
+}
+
+async fn increment(store: &mut Store<Floor>, actor: &Actor) -> Result<()> {
+    actor
+        .burrow_actor_guest()
+        .call_action(&mut *store, "increment", "[1]")
+        .await?
+        .map_err(|e| anyhow!("{e:?}"))?;
+    store.data().conn.execute_batch("COMMIT")?;
+    Ok(())
+}
+
+pub(super) struct FloorReport {
+    pub(super) w1: Latencies,
+    pub(super) create: Latencies,
+    pub(super) wake: Latencies,
+}
+
+/// Runs W1 (`ops` increments on one instance) and W3 (`instances` creates,
+/// then as many wakes) with the component at `component`.
+pub(super) async fn run(
+    component: &Path,
+    dir: &Path,
+    ops: usize,
+    instances: usize,
+) -> Result<FloorReport> {
+    std::fs::create_dir_all(dir)?;
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    let engine = Engine::new(&config)?;
+    let component = Component::from_file(&engine, component)?;
+    let mut linker = Linker::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    Actor::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    let pre = ActorPre::new(linker.instantiate_pre(&component)?)?;
+
+    let (mut store, actor) = start(&engine, &pre, &dir.join("w1.sqlite"), true).await?;
+    increment(&mut store, &actor).await?;
+    let mut samples = Vec::with_capacity(ops);
+    let begun = Instant::now();
+    for _ in 0..ops {
+        let t = Instant::now();
+        store.data().conn.execute_batch("BEGIN")?;
+        increment(&mut store, &actor).await?;
+        samples.push(t.elapsed());
+    }
+    let w1 = Latencies::new(samples, begun.elapsed());
+    drop(store);
+
+    let phase = async |new: bool| -> Result<Latencies> {
+        let mut samples = Vec::with_capacity(instances);
+        let begun = Instant::now();
+        for i in 0..instances {
+            let t = Instant::now();
+            let (mut store, actor) =
+                start(&engine, &pre, &dir.join(format!("w3-{i}.sqlite")), new).await?;
+            increment(&mut store, &actor).await?;
+            samples.push(t.elapsed());
+        }
+        Ok(Latencies::new(samples, begun.elapsed()))
+    };
+    let create = phase(true).await?;
+    let wake = phase(false).await?;
+    Ok(FloorReport { w1, create, wake })
+}

@@ -1,0 +1,255 @@
+//! The benchmark workloads behind `burrow bench`.
+//!
+//! - W1: sequential `increment(1)` on one instance, in-process and over HTTP.
+//! - W2: 64 instances with 64 calls in flight.
+//! - W3: first call to N new instances (create), then the first call to each
+//!   after a restart of the host (wake).
+//! - The floor: W1 and W3 done by [`floor`], a minimal program with wasmtime
+//!   and rusqlite and nothing of Burrow in between, so that Burrow's
+//!   overhead is a ratio measured in the same run.
+//!
+//! Every workload uses the `counter` actor of the manifest.
+
+mod floor;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::client::Client;
+use crate::config::HostConfig;
+use crate::host::Host;
+use crate::manifest::{ActorSpec, Manifest};
+
+/// Options of `burrow bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Calls in W1.
+    #[arg(long, default_value_t = 20_000)]
+    pub ops: usize,
+    /// Instances in W3.
+    #[arg(long, default_value_t = 1_000)]
+    pub instances: usize,
+    /// Calls per instance in W2 (64 instances).
+    #[arg(long, default_value_t = 300)]
+    pub w2_calls: usize,
+    /// Skip the HTTP part of W1.
+    #[arg(long)]
+    pub no_http: bool,
+    /// Where the benchmark's data goes (default: a fresh temporary directory).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Latency figures of a run of sequential operations.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    samples: Vec<Duration>,
+    total: Duration,
+}
+
+impl Latencies {
+    fn new(mut samples: Vec<Duration>, total: Duration) -> Latencies {
+        samples.sort_unstable();
+        Latencies { samples, total }
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        if self.samples.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((p / 100.0) * (self.samples.len() - 1) as f64).round() as usize;
+        self.samples[rank]
+    }
+
+    fn mean(&self) -> Duration {
+        if self.samples.is_empty() {
+            return Duration::ZERO;
+        }
+        self.samples.iter().sum::<Duration>() / self.samples.len() as u32
+    }
+
+    fn ops_per_sec(&self) -> f64 {
+        self.samples.len() as f64 / self.total.as_secs_f64()
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "ops": self.samples.len(),
+            "ops_per_sec": self.ops_per_sec().round(),
+            "mean_us": micros(self.mean()),
+            "p50_us": micros(self.percentile(50.0)),
+            "p99_us": micros(self.percentile(99.0)),
+        })
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e7).round() / 10.0
+}
+
+async fn timed<F: AsyncFnMut(usize) -> Result<()>>(n: usize, mut op: F) -> Result<Latencies> {
+    let mut samples = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        let t = Instant::now();
+        op(i).await?;
+        samples.push(t.elapsed());
+    }
+    Ok(Latencies::new(samples, start.elapsed()))
+}
+
+fn counter_spec(manifest: &Path) -> Result<ActorSpec> {
+    let manifest = Manifest::load(manifest)?;
+    match manifest.actors.get("counter") {
+        Some(spec) => Ok(spec.clone()),
+        None => bail!("the manifest has no `counter` actor, which the benchmarks use"),
+    }
+}
+
+fn config(dir: &Path) -> HostConfig {
+    HostConfig {
+        data_dir: dir.to_path_buf(),
+        ..HostConfig::default()
+    }
+}
+
+/// Runs every workload and returns the figures.
+pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
+    let spec = counter_spec(manifest)?;
+    let temp = tempfile::tempdir()?;
+    let root = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    let dir = |name: &str| root.join(name);
+    let mut report = serde_json::Map::new();
+
+    // W1, in-process.
+    let host = Host::start(config(&dir("w1")), std::slice::from_ref(&spec)).await?;
+    host.call("counter", "w1", "increment", "[1]").await?;
+    let w1 = timed(args.ops, async |_| {
+        Ok(host
+            .call("counter", "w1", "increment", "[1]")
+            .await
+            .map(drop)?)
+    })
+    .await?;
+    eprintln!("W1 in-process: {}", w1.to_json());
+    report.insert("w1_in_process".into(), w1.to_json());
+
+    // W1 over HTTP, against a server in this process.
+    if !args.no_http {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(crate::http::serve_on(host.clone(), listener, async {
+            let _ = stopped.await;
+        }));
+        let client = Client::new(&url);
+        client
+            .call("counter", "w1-http", "increment", "[1]")
+            .await?;
+        let w1_http = timed(args.ops, async |_| {
+            Ok(client
+                .call("counter", "w1-http", "increment", "[1]")
+                .await
+                .map(drop)?)
+        })
+        .await?;
+        eprintln!("W1 HTTP: {}", w1_http.to_json());
+        report.insert("w1_http".into(), w1_http.to_json());
+        let _ = stop.send(());
+        server.await??;
+    }
+    host.shutdown().await;
+    drop(host);
+
+    // W2: 64 instances, one task each, so 64 calls are in flight.
+    let host = Host::start(config(&dir("w2")), std::slice::from_ref(&spec)).await?;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let host = host.clone();
+        let calls = args.w2_calls;
+        tasks.push(tokio::spawn(async move {
+            let key = format!("w2-{i}");
+            for _ in 0..calls {
+                host.call("counter", &key, "increment", "[1]").await?;
+            }
+            Ok::<_, crate::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let elapsed = start.elapsed();
+    let total = 64 * args.w2_calls;
+    let w2 = json!({ "ops": total, "ops_per_sec": (total as f64 / elapsed.as_secs_f64()).round() });
+    eprintln!("W2: {w2}");
+    report.insert("w2".into(), w2);
+    host.shutdown().await;
+    drop(host);
+
+    // W3: create, then wake after a restart.
+    let w3_dir = dir("w3");
+    let host = Host::start(config(&w3_dir), std::slice::from_ref(&spec)).await?;
+    let create = timed(args.instances, async |i| {
+        Ok(host
+            .call("counter", &format!("w3-{i}"), "increment", "[1]")
+            .await
+            .map(drop)?)
+    })
+    .await?;
+    host.shutdown().await;
+    drop(host);
+    let host = Host::start(config(&w3_dir), std::slice::from_ref(&spec)).await?;
+    let wake = timed(args.instances, async |i| {
+        Ok(host
+            .call("counter", &format!("w3-{i}"), "increment", "[1]")
+            .await
+            .map(drop)?)
+    })
+    .await?;
+    host.shutdown().await;
+    drop(host);
+    eprintln!(
+        "W3 create: {}\nW3 wake: {}",
+        create.to_json(),
+        wake.to_json()
+    );
+    report.insert("w3_create".into(), create.to_json());
+    report.insert("w3_wake".into(), wake.to_json());
+
+    // The floor, on the same machine in the same run.
+    let floor = floor::run(&spec.component, &dir("floor"), args.ops, args.instances)
+        .await
+        .context("the floor benchmark failed")?;
+    eprintln!(
+        "floor W1: {}\nfloor W3 create: {}\nfloor W3 wake: {}",
+        floor.w1.to_json(),
+        floor.create.to_json(),
+        floor.wake.to_json()
+    );
+    report.insert("floor_w1".into(), floor.w1.to_json());
+    report.insert("floor_w3_create".into(), floor.create.to_json());
+    report.insert("floor_w3_wake".into(), floor.wake.to_json());
+    let ratio =
+        |a: Duration, b: Duration| (a.as_secs_f64() / b.as_secs_f64() * 100.0).round() / 100.0;
+    report.insert(
+        "ratios_to_floor".into(),
+        json!({
+            "w1_mean": ratio(w1_mean(&report), floor.w1.mean()),
+            "w3_create_mean": ratio(create.mean(), floor.create.mean()),
+            "w3_wake_mean": ratio(wake.mean(), floor.wake.mean()),
+        }),
+    );
+    Ok(Value::Object(report))
+}
+
+fn w1_mean(report: &serde_json::Map<String, Value>) -> Duration {
+    let us = report["w1_in_process"]["mean_us"].as_f64().unwrap_or(0.0);
+    Duration::from_secs_f64(us / 1e6)
+}

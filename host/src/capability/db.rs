@@ -1,0 +1,211 @@
+//! `burrow:actor/db`: guest SQL on the instance's own database, behind the
+//! sandbox's authorizer and inside the current call's transaction.
+//!
+//! Statements are prepared through the connection's statement cache, so a
+//! guest that runs the same SQL on every call pays for parsing once.
+
+use rusqlite::ErrorCode;
+use rusqlite::fallible_iterator::FallibleIterator;
+use rusqlite::types::ValueRef;
+
+use crate::bindings::db::{DbError, Host, QueryResult, Value};
+use crate::config::{MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS};
+use crate::deadline::DeadlineExceeded;
+use crate::instance_state::InstanceState;
+use crate::storage::sandbox::{Sandbox, refuse_statement};
+
+impl Host for InstanceState {
+    fn execute(
+        &mut self,
+        sql: String,
+        params: Vec<Value>,
+    ) -> wasmtime::Result<Result<QueryResult, DbError>> {
+        if let Err(reason) = self.check_mode("db.execute") {
+            return Ok(Err(DbError::NotAllowed(reason)));
+        }
+        if let Err(e) = check_sql_size(&sql) {
+            return Ok(Err(e));
+        }
+        if params.len() > MAX_SQL_PARAMS {
+            return Ok(Err(DbError::LimitExceeded(format!(
+                "{} parameters; the limit is {MAX_SQL_PARAMS}",
+                params.len()
+            ))));
+        }
+        let result = execute(&self.db.conn, &self.db.sandbox, &sql, params);
+        self.finish(result)
+    }
+
+    fn execute_batch(&mut self, sql: String) -> wasmtime::Result<Result<(), DbError>> {
+        if let Err(reason) = self.check_mode("db.execute-batch") {
+            return Ok(Err(DbError::NotAllowed(reason)));
+        }
+        if let Err(e) = check_sql_size(&sql) {
+            return Ok(Err(e));
+        }
+        let result = execute_batch(&self.db.conn, &self.db.sandbox, &sql);
+        self.finish(result)
+    }
+}
+
+impl InstanceState {
+    /// Turns a failure into the guest's error, or into a trap when the
+    /// call's deadline passed while SQLite ran.
+    fn finish<T>(&self, result: Result<T, Failure>) -> wasmtime::Result<Result<T, DbError>> {
+        match result {
+            Ok(value) => Ok(Ok(value)),
+            Err(Failure::Sqlite(e, _)) if self.deadline.passed() && is_interrupt(&e) => {
+                Err(DeadlineExceeded.into())
+            }
+            Err(failure) => Ok(Err(failure.into_db_error())),
+        }
+    }
+}
+
+fn check_sql_size(sql: &str) -> Result<(), DbError> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(DbError::LimitExceeded(format!(
+            "SQL text of {} bytes; the limit is {MAX_SQL_BYTES} bytes",
+            sql.len()
+        )));
+    }
+    Ok(())
+}
+
+enum Failure {
+    Sqlite(rusqlite::Error, Option<String>),
+    Guest(DbError),
+}
+
+impl Failure {
+    fn into_db_error(self) -> DbError {
+        match self {
+            Failure::Guest(e) => e,
+            // The authorizer refused something while this statement was
+            // prepared: that is why it failed (SQLite reports some refusals,
+            // such as functions, as plain errors).
+            Failure::Sqlite(_, Some(denial)) => DbError::Denied(denial),
+            Failure::Sqlite(e, _) => sqlite_error(e),
+        }
+    }
+}
+
+fn is_code(e: &rusqlite::Error, code: ErrorCode) -> bool {
+    e.sqlite_error_code() == Some(code)
+}
+
+fn is_interrupt(e: &rusqlite::Error) -> bool {
+    is_code(e, ErrorCode::OperationInterrupted)
+}
+
+fn sqlite_error(e: rusqlite::Error) -> DbError {
+    let message = e.to_string();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ConstraintViolation) => DbError::Constraint(message),
+        Some(ErrorCode::AuthorizationForStatementDenied) => DbError::Denied(message),
+        Some(ErrorCode::DiskFull) => DbError::LimitExceeded(format!("database size: {message}")),
+        Some(ErrorCode::TooBig) => DbError::LimitExceeded(message),
+        _ => match e {
+            rusqlite::Error::SqlInputError { .. } => DbError::InvalidSql(message),
+            rusqlite::Error::MultipleStatement => DbError::InvalidSql(
+                "execute runs one statement; use execute-batch for several".into(),
+            ),
+            rusqlite::Error::SqliteFailure(_, Some(ref m))
+                if m.contains("syntax error") || m.starts_with("no such") =>
+            {
+                DbError::InvalidSql(message)
+            }
+            _ => DbError::Other(message),
+        },
+    }
+}
+
+fn execute_batch(conn: &rusqlite::Connection, sandbox: &Sandbox, sql: &str) -> Result<(), Failure> {
+    let _guest = sandbox.enter_guest();
+    let sqlite = |e| Failure::Sqlite(e, sandbox.take_denial());
+    let mut batch = rusqlite::Batch::new(conn, sql);
+    while let Some(mut stmt) = batch.next().map_err(sqlite)? {
+        if let Some(reason) = stmt.expanded_sql().as_deref().and_then(refuse_statement) {
+            return Err(Failure::Guest(DbError::Denied(reason)));
+        }
+        let mut rows = stmt.raw_query();
+        while rows.next().map_err(sqlite)?.is_some() {}
+    }
+    Ok(())
+}
+
+fn execute(
+    conn: &rusqlite::Connection,
+    sandbox: &Sandbox,
+    sql: &str,
+    params: Vec<Value>,
+) -> Result<QueryResult, Failure> {
+    let _guest = sandbox.enter_guest();
+    let sqlite = |e| Failure::Sqlite(e, sandbox.take_denial());
+    if let Some(reason) = refuse_statement(sql) {
+        return Err(Failure::Guest(DbError::Denied(reason)));
+    }
+    let mut stmt = conn.prepare_cached(sql).map_err(sqlite)?;
+    let expected = stmt.parameter_count();
+    if expected != params.len() {
+        return Err(Failure::Guest(DbError::InvalidParameters(format!(
+            "the statement takes {expected} parameter{}, {} given",
+            if expected == 1 { "" } else { "s" },
+            params.len()
+        ))));
+    }
+    for (i, value) in params.into_iter().enumerate() {
+        let index = i + 1;
+        let bound = match value {
+            Value::Null => stmt.raw_bind_parameter(index, rusqlite::types::Null),
+            Value::Integer(v) => stmt.raw_bind_parameter(index, v),
+            Value::Real(v) => stmt.raw_bind_parameter(index, v),
+            Value::Text(v) => stmt.raw_bind_parameter(index, v),
+            Value::Blob(v) => stmt.raw_bind_parameter(index, v),
+        };
+        bound.map_err(sqlite)?;
+    }
+    let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+    let width = columns.len();
+    let mut rows = Vec::new();
+    let mut bytes = 0usize;
+    let mut cursor = stmt.raw_query();
+    while let Some(row) = cursor.next().map_err(sqlite)? {
+        if rows.len() == MAX_QUERY_ROWS {
+            return Err(Failure::Guest(DbError::LimitExceeded(format!(
+                "the statement returned more than {MAX_QUERY_ROWS} rows"
+            ))));
+        }
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
+            let value = match row.get_ref(i).map_err(sqlite)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(v) => Value::Integer(v),
+                ValueRef::Real(v) => Value::Real(v),
+                ValueRef::Text(t) => {
+                    bytes += t.len();
+                    Value::Text(String::from_utf8_lossy(t).into_owned())
+                }
+                ValueRef::Blob(b) => {
+                    bytes += b.len();
+                    Value::Blob(b.to_vec())
+                }
+            };
+            bytes += 8;
+            values.push(value);
+        }
+        if bytes > MAX_QUERY_BYTES {
+            return Err(Failure::Guest(DbError::LimitExceeded(format!(
+                "the statement returned more than {MAX_QUERY_BYTES} bytes"
+            ))));
+        }
+        rows.push(values);
+    }
+    drop(cursor);
+    Ok(QueryResult {
+        columns,
+        rows,
+        changes: conn.changes(),
+        last_insert_rowid: conn.last_insert_rowid(),
+    })
+}

@@ -1,0 +1,23 @@
+//! The host side of each WIT interface, one module per capability, and the
+//! linker that offers them (with WASI) to every component.
+
+pub(crate) mod db;
+pub(crate) mod log;
+pub(crate) mod state;
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::bindings;
+use crate::instance_state::InstanceState;
+
+impl bindings::types::Host for InstanceState {}
+
+/// The linker every actor is instantiated through: WASI (without ambient
+/// authority, see [`InstanceState::new`]) and Burrow's imports.
+pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    bindings::Actor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}

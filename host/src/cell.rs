@@ -1,0 +1,402 @@
+//! An awake instance: a wasmtime store with the instantiated component and
+//! the instance's database connection.
+//!
+//! Every call into the guest runs inside one transaction of the instance's
+//! database: the host opens it, the guest's imports write through it, and
+//! the host commits only if the guest returned success. An error, a trap or
+//! a passed deadline rolls everything back. The caller hears back only
+//! after the commit.
+//!
+//! The first operation on a new instance joins the creation's transaction
+//! (`migrate`, `create`, `wake` and the operation commit together), so a
+//! failed first call leaves no half-created instance behind.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
+
+use crate::bindings::Actor;
+use crate::bindings::types::{ActionError, Failure};
+use crate::config::{MAX_RESULT_BYTES, Synchronous};
+use crate::deadline::{Deadline, DeadlineExceeded};
+use crate::definition::ActorDefinition;
+use crate::error::Error;
+use crate::instance_state::{InstanceName, InstanceState, Mode};
+use crate::storage::instance_db::{InstanceDb, now_ms};
+
+/// Counts awake instances; one token per cell.
+pub(crate) struct AwakeToken(Arc<AtomicUsize>);
+
+impl AwakeToken {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> AwakeToken {
+        counter.fetch_add(1, Ordering::Relaxed);
+        AwakeToken(counter.clone())
+    }
+}
+
+impl Drop for AwakeToken {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Where a cell's instance comes from.
+pub(crate) enum Origin<'a> {
+    /// Wake an existing instance, or create it with this JSON input.
+    CreateIfMissing(&'a str),
+    /// Wake an existing instance; a missing one is an error.
+    MustExist,
+    /// Create a new instance with this JSON input; an existing one is an error.
+    MustBeNew(&'a str),
+}
+
+pub(crate) struct Cell {
+    store: Store<InstanceState>,
+    actor: Actor,
+    call_timeout: Duration,
+    /// Set while guest code runs. Still set when the next caller comes means
+    /// the previous call's future was dropped mid-way.
+    in_call: bool,
+    /// The wasm instance is unusable (it trapped or was cancelled).
+    broken: bool,
+    /// The creation transaction is still open, waiting for the first operation.
+    creating: Option<i64>,
+    /// The creation committed; the host has yet to index it.
+    created: Option<i64>,
+    _awake: AwakeToken,
+}
+
+impl Cell {
+    /// Opens the instance's database, instantiates the component and runs
+    /// the start hooks.
+    pub(crate) async fn start(
+        engine: &Engine,
+        def: &ActorDefinition,
+        name: InstanceName,
+        path: &Path,
+        synchronous: Synchronous,
+        origin: Origin<'_>,
+        awake: AwakeToken,
+    ) -> Result<Cell, Error> {
+        let storage = |e: rusqlite::Error| Error::Storage {
+            actor: name.actor.to_string(),
+            key: name.key.to_string(),
+            message: e.to_string(),
+        };
+        let deadline = Deadline::default();
+        let db = InstanceDb::open(path, synchronous, deadline.clone()).map_err(storage)?;
+        let created_at = db.created_at().map_err(storage)?;
+        match (&origin, created_at) {
+            (Origin::MustExist, None) => {
+                return Err(Error::NoSuchInstance {
+                    actor: name.actor.to_string(),
+                    key: name.key.to_string(),
+                });
+            }
+            (Origin::MustBeNew(_), Some(_)) => {
+                return Err(Error::AlreadyExists {
+                    actor: name.actor.to_string(),
+                    key: name.key.to_string(),
+                });
+            }
+            _ => {}
+        }
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(def.options.memory_limit)
+            .build();
+        let mut store = Store::new(
+            engine,
+            InstanceState::new(name.clone(), db, deadline, limits),
+        );
+        store.limiter(|s| &mut s.limits);
+        store.epoch_deadline_callback(|cx| {
+            if cx.data().deadline.passed() {
+                Err(DeadlineExceeded.into())
+            } else {
+                // Let other instances' tasks run while this guest computes.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.data().deadline.start(def.options.call_timeout);
+        store.set_epoch_deadline(1);
+        let instantiated = def.pre.instantiate_async(&mut store).await;
+        store.data().deadline.clear();
+        let actor = instantiated
+            .map_err(|e| trap_error(&name, "instantiation", def.options.call_timeout, e))?;
+        let mut cell = Cell {
+            store,
+            actor,
+            call_timeout: def.options.call_timeout,
+            in_call: false,
+            broken: false,
+            creating: None,
+            created: None,
+            _awake: awake,
+        };
+        match (origin, created_at) {
+            (Origin::CreateIfMissing(input) | Origin::MustBeNew(input), None) => {
+                cell.db().begin().map_err(storage)?;
+                let now = now_ms();
+                cell.creating = Some(now);
+                let hooks = async {
+                    cell.hook("migrate").await?;
+                    cell.create_hook(input).await?;
+                    cell.hook("wake").await?;
+                    cell.db()
+                        .record_creation(&name.actor, &name.key, now)
+                        .map_err(storage)
+                };
+                if let Err(e) = hooks.await {
+                    cell.db().rollback();
+                    return Err(e);
+                }
+            }
+            _ => {
+                cell.db().begin().map_err(storage)?;
+                let hooks = async {
+                    cell.hook("migrate").await?;
+                    cell.hook("wake").await
+                };
+                let result = hooks.await;
+                cell.finish(result)?;
+            }
+        }
+        Ok(cell)
+    }
+
+    fn db(&self) -> &InstanceDb {
+        &self.store.data().db
+    }
+
+    fn name(&self) -> &InstanceName {
+        &self.store.data().name
+    }
+
+    fn storage_error(&self, e: rusqlite::Error) -> Error {
+        Error::Storage {
+            actor: self.name().actor.to_string(),
+            key: self.name().key.to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Whether this cell must be replaced before its next use.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken || self.in_call
+    }
+
+    /// Whether the creation of this instance was rolled back.
+    pub(crate) fn creation_failed(&self) -> bool {
+        self.creating.is_some() && self.broken
+    }
+
+    /// The creation time, once, after the creation committed.
+    pub(crate) fn take_created(&mut self) -> Option<i64> {
+        self.created.take()
+    }
+
+    /// Runs the action `name` with JSON `args` in one transaction.
+    pub(crate) async fn action(&mut self, name: &str, args: &str) -> Result<String, Error> {
+        self.begin()?;
+        let result = self.run_action(name, args).await;
+        self.finish(result)
+    }
+
+    /// Completes the creation transaction (for an explicit create).
+    pub(crate) fn commit_creation(&mut self) -> Result<(), Error> {
+        self.begin()?;
+        self.finish(Ok(()))
+    }
+
+    /// Runs the `sleep` hook; the cell is dropped afterwards either way.
+    pub(crate) async fn sleep(mut self) {
+        if self.is_broken() {
+            return;
+        }
+        let result = match self.begin() {
+            Ok(()) => {
+                let result = self.hook("sleep").await;
+                self.finish(result)
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "the sleep hook failed");
+        }
+    }
+
+    /// Runs the `destroy` hook before the instance's data is deleted.
+    pub(crate) async fn destroy(mut self) {
+        let result = match self.begin() {
+            Ok(()) => {
+                let result = self.hook("destroy").await;
+                self.finish(result)
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "the destroy hook failed; destroying anyway");
+        }
+    }
+
+    fn begin(&mut self) -> Result<(), Error> {
+        if self.creating.is_some() {
+            return Ok(());
+        }
+        self.db().begin().map_err(|e| self.storage_error(e))
+    }
+
+    fn finish<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        match result {
+            Ok(value) => match self.db().commit() {
+                Ok(()) => {
+                    self.created = self.creating.take();
+                    Ok(value)
+                }
+                Err(e) => {
+                    let error = self.storage_error(e);
+                    self.db().rollback();
+                    self.broken |= self.creating.is_some();
+                    Err(error)
+                }
+            },
+            Err(e) => {
+                self.db().rollback();
+                // A creation rolled back leaves a guest that ran `create` for
+                // nothing: replace it.
+                self.broken |= self.creating.is_some();
+                Err(e)
+            }
+        }
+    }
+
+    async fn run_action(&mut self, name: &str, args: &str) -> Result<String, Error> {
+        let during = format!("action {name}");
+        let outcome = self
+            .call(Mode::Action, &during, async |actor, store| {
+                actor
+                    .burrow_actor_guest()
+                    .call_action(store, name, args)
+                    .await
+            })
+            .await?;
+        let fail = |code: &str, message: String| Error::Failed {
+            actor: self.name().actor.to_string(),
+            key: self.name().key.to_string(),
+            during: during.clone(),
+            code: code.into(),
+            message,
+        };
+        match outcome {
+            Ok(result) if result.len() > MAX_RESULT_BYTES => Err(fail(
+                "limit-exceeded",
+                format!(
+                    "the result is {} bytes; the limit is {MAX_RESULT_BYTES} bytes",
+                    result.len()
+                ),
+            )),
+            Ok(result) => Ok(result),
+            Err(ActionError::UnknownAction(action)) => Err(Error::UnknownAction {
+                actor: self.name().actor.to_string(),
+                action,
+            }),
+            Err(ActionError::InvalidArguments(message)) => Err(Error::InvalidArguments {
+                actor: self.name().actor.to_string(),
+                action: name.to_owned(),
+                message,
+            }),
+            Err(ActionError::Failed(Failure { code, message })) => Err(fail(&code, message)),
+        }
+    }
+
+    async fn hook(&mut self, hook: &'static str) -> Result<(), Error> {
+        let outcome = self
+            .call(
+                Mode::Hook(hook),
+                &format!("hook {hook}"),
+                async |actor, store| {
+                    let guest = actor.burrow_actor_guest();
+                    match hook {
+                        "migrate" => guest.call_migrate(store).await,
+                        "wake" => guest.call_wake(store).await,
+                        "sleep" => guest.call_sleep(store).await,
+                        "destroy" => guest.call_destroy(store).await,
+                        other => unreachable!("no hook named {other}"),
+                    }
+                },
+            )
+            .await?;
+        self.hook_outcome(hook, outcome)
+    }
+
+    async fn create_hook(&mut self, input: &str) -> Result<(), Error> {
+        let outcome = self
+            .call(Mode::Hook("create"), "hook create", async |actor, store| {
+                actor.burrow_actor_guest().call_create(store, input).await
+            })
+            .await?;
+        self.hook_outcome("create", outcome)
+    }
+
+    fn hook_outcome(&self, hook: &str, outcome: Result<(), Failure>) -> Result<(), Error> {
+        outcome.map_err(|Failure { code, message }| Error::Failed {
+            actor: self.name().actor.to_string(),
+            key: self.name().key.to_string(),
+            during: format!("hook {hook}"),
+            code,
+            message,
+        })
+    }
+
+    /// Calls into the guest under the call deadline, in `mode`.
+    async fn call<R>(
+        &mut self,
+        mode: Mode,
+        during: &str,
+        f: impl AsyncFnOnce(&Actor, &mut Store<InstanceState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Error> {
+        self.store.data_mut().mode = mode;
+        self.store.data().deadline.start(self.call_timeout);
+        self.store.set_epoch_deadline(1);
+        self.in_call = true;
+        let result = f(&self.actor, &mut self.store).await;
+        self.in_call = false;
+        self.store.data().deadline.clear();
+        self.store.data_mut().mode = Mode::Idle;
+        result.map_err(|e| {
+            self.broken = true;
+            trap_error(self.name(), during, self.call_timeout, e)
+        })
+    }
+}
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        // A cell dropped mid-call (its caller went away) or mid-creation
+        // must not leave a transaction open on the connection.
+        self.store.data().db.rollback();
+    }
+}
+
+fn trap_error(name: &InstanceName, during: &str, timeout: Duration, e: wasmtime::Error) -> Error {
+    let timed_out = e.downcast_ref::<DeadlineExceeded>().is_some()
+        || matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt));
+    if timed_out {
+        Error::Timeout {
+            actor: name.actor.to_string(),
+            key: name.key.to_string(),
+            during: during.to_owned(),
+            timeout_ms: timeout.as_millis(),
+        }
+    } else {
+        Error::Trapped {
+            actor: name.actor.to_string(),
+            key: name.key.to_string(),
+            during: during.to_owned(),
+            message: format!("{e:?}"),
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! The `burrow` command.
+//!
+//! Exit codes: 0 success; 1 any other failure (unreachable server, bad
+//! manifest, storage); 2 bad command line; 3 not found (unknown actor,
+//! action, instance); 4 invalid input (arguments, key, actor name); 5 the
+//! action returned an error; 6 the guest trapped; 7 unavailable (timed out,
+//! overloaded, shutting down); 8 conflict (already exists).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::client::{Client, ClientError};
+use crate::config::{DEFAULT_MAX_AWAKE, HostConfig, Synchronous};
+use crate::error::Error;
+use crate::host::Host;
+use crate::manifest::Manifest;
+
+/// Default address of `burrow serve` and of the client commands.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Burrow: a host for sandboxed, durable actors.
+#[derive(Debug, Parser)]
+#[command(name = "burrow", version, about)]
+pub struct Cli {
+    /// The manifest.
+    #[arg(
+        long,
+        global = true,
+        default_value = "burrow.toml",
+        env = "BURROW_MANIFEST"
+    )]
+    pub manifest: PathBuf,
+    /// Print results and errors as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where a client command runs.
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The server to talk to.
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:7878",
+        env = "BURROW_URL",
+        conflicts_with = "local"
+    )]
+    pub url: String,
+    /// Run an embedded host in this process on the data directory instead
+    /// of talking to a server (no server may be running on it).
+    #[arg(long)]
+    pub local: bool,
+    /// Settings of the embedded host.
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// Settings of an embedded host.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Data directory (default: the manifest's, else `.burrow` beside it).
+    #[arg(long, env = "BURROW_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// `synchronous` of instance databases (default: the manifest's, else normal).
+    #[arg(long, value_enum)]
+    pub synchronous: Option<Synchronous>,
+    /// Instances awake at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_AWAKE)]
+    pub max_awake: usize,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build the manifest's components (all, or the named actors).
+    Build {
+        /// Actors to build.
+        actors: Vec<String>,
+    },
+    /// Serve the HTTP API.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        listen: SocketAddr,
+        /// Host settings.
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Call an action: `burrow call counter my-key increment '[5]'`.
+    Call {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Action name.
+        action: String,
+        /// Arguments, a JSON array.
+        #[arg(default_value = "[]")]
+        args: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Create an instance with an input for its create hook.
+    Create {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Create input, JSON.
+        #[arg(default_value = "null")]
+        input: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show an instance's state and tables (read-only; works while a server runs).
+    Inspect {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Ask this server instead of reading the data directory.
+        #[arg(long)]
+        url: Option<String>,
+        /// Data directory (default: the manifest's, else `.burrow`).
+        #[arg(long, env = "BURROW_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Delete an instance and all its data.
+    Destroy {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Run the benchmark workloads and print their figures.
+    Bench(crate::bench::BenchArgs),
+}
+
+/// A failure with its exit code.
+struct Failure {
+    code: String,
+    message: String,
+    exit: u8,
+}
+
+/// The exit code for an error code.
+pub fn exit_code(code: &str) -> u8 {
+    match code {
+        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-route" => 3,
+        "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body" => 4,
+        "action-failed" => 5,
+        "trapped" => 6,
+        "timeout" | "overloaded" | "shutting-down" => 7,
+        "already-exists" => 8,
+        _ => 1,
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure {
+            code: e.code().into(),
+            message: e.to_string(),
+            exit: exit_code(e.code()),
+        }
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Failure {
+        Failure {
+            exit: exit_code(&e.code),
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure {
+            code: "error".into(),
+            message: format!("{e:#}"),
+            exit: 1,
+        }
+    }
+}
+
+/// Runs the command line and returns the process's exit code.
+pub async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
+    match dispatch(cli).await {
+        Ok(Some(output)) => {
+            if json {
+                println!("{}", json!({ "result": output }));
+            } else {
+                match output {
+                    Value::String(s) => println!("{s}"),
+                    other => println!(
+                        "{}",
+                        serde_json::to_string_pretty(&other).unwrap_or_default()
+                    ),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(None) => ExitCode::SUCCESS,
+        Err(failure) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({ "error": { "code": failure.code, "message": failure.message } })
+                );
+            } else {
+                eprintln!("error: {}", failure.message);
+            }
+            ExitCode::from(failure.exit)
+        }
+    }
+}
+
+fn load_manifest(path: &Path) -> Result<Manifest> {
+    Manifest::load(path)
+}
+
+fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
+    HostConfig {
+        data_dir: args.data_dir.clone().unwrap_or_else(|| manifest.data_dir()),
+        synchronous: args
+            .synchronous
+            .or(manifest.host.synchronous)
+            .unwrap_or_default(),
+        max_awake: args.max_awake,
+        pooling: true,
+        cache_dir: None,
+    }
+}
+
+async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
+    let manifest = load_manifest(manifest_path)?;
+    let actors: Vec<_> = manifest.actors.values().cloned().collect();
+    Host::start(host_config(&manifest, args), &actors).await
+}
+
+fn parse_json_arg(text: &str, what: &str) -> Result<(), Failure> {
+    serde_json::from_str::<Value>(text)
+        .map(drop)
+        .map_err(|e| Failure {
+            code: "invalid-arguments".into(),
+            message: format!("invalid JSON in {what}: {e}"),
+            exit: 4,
+        })
+}
+
+fn parse_result(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
+    match cli.command {
+        Command::Build { actors } => {
+            build(&cli.manifest, &actors)?;
+            Ok(None)
+        }
+        Command::Serve { listen, host } => {
+            let host = start_host(&cli.manifest, &host).await?;
+            let shutdown = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            let terminate = async {
+                #[cfg(unix)]
+                if let Ok(mut s) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                {
+                    s.recv().await;
+                    return;
+                }
+                std::future::pending::<()>().await
+            };
+            let stop = async move {
+                tokio::select! { _ = shutdown => {}, _ = terminate => {} }
+                tracing::info!("shutting down");
+            };
+            crate::http::serve(host, listen, stop).await?;
+            Ok(None)
+        }
+        Command::Call {
+            actor,
+            key,
+            action,
+            args,
+            target,
+        } => {
+            parse_json_arg(&args, "the arguments")?;
+            let result = if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let result = host.call(&actor, &key, &action, &args).await;
+                host.shutdown().await;
+                result?
+            } else {
+                Client::new(&target.url)
+                    .call(&actor, &key, &action, &args)
+                    .await?
+            };
+            Ok(Some(parse_result(&result)))
+        }
+        Command::Create {
+            actor,
+            key,
+            input,
+            target,
+        } => {
+            parse_json_arg(&input, "the create input")?;
+            if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let result = host.create(&actor, &key, &input).await;
+                host.shutdown().await;
+                result?;
+            } else {
+                Client::new(&target.url)
+                    .create(&actor, &key, &input)
+                    .await?;
+            }
+            Ok(Some(json!({ "created": true })))
+        }
+        Command::Destroy { actor, key, target } => {
+            if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let result = host.destroy(&actor, &key).await;
+                host.shutdown().await;
+                result?;
+            } else {
+                Client::new(&target.url).destroy(&actor, &key).await?;
+            }
+            Ok(Some(json!({ "destroyed": true })))
+        }
+        Command::Inspect {
+            actor,
+            key,
+            url,
+            data_dir,
+        } => {
+            if let Some(url) = url {
+                return Ok(Some(Client::new(&url).inspect(&actor, &key).await?));
+            }
+            let data_dir = match data_dir {
+                Some(dir) => dir,
+                None => load_manifest(&cli.manifest)?.data_dir(),
+            };
+            let inspection = crate::inspect::inspect(&data_dir, &actor, &key)?;
+            Ok(Some(
+                serde_json::to_value(inspection).unwrap_or(Value::Null),
+            ))
+        }
+        Command::Bench(args) => {
+            let report = crate::bench::run(&cli.manifest, args).await?;
+            Ok(Some(report))
+        }
+    }
+}
+
+/// Runs the build command of each selected actor, with progress on stderr.
+fn build(manifest_path: &Path, only: &[String]) -> Result<()> {
+    let manifest = load_manifest(manifest_path)?;
+    for name in only {
+        if !manifest.actors.contains_key(name) {
+            bail!(
+                "unknown actor `{name}`: it is not defined in {}",
+                manifest_path.display()
+            );
+        }
+    }
+    let selected: Vec<_> = manifest
+        .actors
+        .values()
+        .filter(|a| only.is_empty() || only.contains(&a.name))
+        .collect();
+    let total = selected.len();
+    for (i, actor) in selected.into_iter().enumerate() {
+        let Some(command) = &actor.build else {
+            eprintln!(
+                "[{}/{total}] {}: no build command; using {}",
+                i + 1,
+                actor.name,
+                actor.component.display()
+            );
+            continue;
+        };
+        eprintln!("[{}/{total}] building {}: {command}", i + 1, actor.name);
+        let started = Instant::now();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&manifest.dir)
+            .status()
+            .with_context(|| format!("cannot run the build command of `{}`", actor.name))?;
+        if !status.success() {
+            bail!(
+                "the build command of `{}` failed ({status}): {command}",
+                actor.name
+            );
+        }
+        if !actor.component.exists() {
+            bail!(
+                "the build command of `{}` succeeded but {} does not exist; check `component` in the manifest",
+                actor.name,
+                actor.component.display()
+            );
+        }
+        eprintln!(
+            "[{}/{total}] built {} in {:.1}s -> {}",
+            i + 1,
+            actor.name,
+            started.elapsed().as_secs_f64(),
+            actor.component.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! Host configuration and the limits a guest runs under.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Longest instance key, in bytes of UTF-8.
+pub const MAX_KEY_BYTES: usize = 1024;
+/// Longest actor name, in bytes (`[a-z0-9][a-z0-9_-]*`).
+pub const MAX_ACTOR_NAME_BYTES: usize = 64;
+/// Default idle time after which an instance sleeps.
+pub const DEFAULT_SLEEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default wall-clock deadline of one call into the guest.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default limit of an instance's linear memory.
+pub const DEFAULT_MEMORY_LIMIT: usize = 128 << 20;
+/// Largest action arguments (JSON text) accepted from a caller.
+pub const MAX_ARGS_BYTES: usize = 1 << 20;
+/// Largest action result (JSON text) accepted from a guest.
+pub const MAX_RESULT_BYTES: usize = 4 << 20;
+/// Largest state value a guest may write.
+pub const MAX_STATE_BYTES: usize = 1 << 20;
+/// Longest SQL text of one `db` call.
+pub const MAX_SQL_BYTES: usize = 100_000;
+/// Most parameters of one statement.
+pub const MAX_SQL_PARAMS: usize = 999;
+/// Most rows one statement may return to the guest.
+pub const MAX_QUERY_ROWS: usize = 100_000;
+/// Most bytes (of values) one statement may return to the guest.
+pub const MAX_QUERY_BYTES: usize = 16 << 20;
+/// Longest log line kept from a guest; longer ones are cut.
+pub const MAX_LOG_LINE_BYTES: usize = 4096;
+/// Largest component file the host loads.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// Default number of instances awake at once; past it the least recently
+/// used idle instance is put to sleep.
+pub const DEFAULT_MAX_AWAKE: usize = 1000;
+/// Calls that may wait for one busy instance before callers get `overloaded`.
+pub const MAX_QUEUED_CALLS_PER_INSTANCE: usize = 1024;
+
+/// SQLite's `synchronous` setting for instance databases (all are in WAL mode).
+///
+/// `Normal` (the default) survives a crash of the host process without
+/// losing a committed call; a power loss may roll back the last commits but
+/// never corrupts the database. `Full` also survives power loss, at the cost
+/// of one fsync per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// `PRAGMA synchronous = OFF`: fastest, a crash of the machine may corrupt.
+    Off,
+    /// `PRAGMA synchronous = NORMAL`.
+    #[default]
+    Normal,
+    /// `PRAGMA synchronous = FULL`.
+    Full,
+}
+
+impl Synchronous {
+    pub(crate) fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Off => "OFF",
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// Options of one actor, from its manifest entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorOptions {
+    /// Idle time after which an instance sleeps.
+    pub sleep_timeout: Duration,
+    /// Wall-clock deadline of one call into the guest.
+    pub call_timeout: Duration,
+    /// Limit of linear memory, in bytes.
+    pub memory_limit: usize,
+}
+
+impl Default for ActorOptions {
+    fn default() -> Self {
+        ActorOptions {
+            sleep_timeout: DEFAULT_SLEEP_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+        }
+    }
+}
+
+/// How a host runs.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Where instance databases, the index and the compile cache live.
+    pub data_dir: PathBuf,
+    /// `synchronous` of every instance database.
+    pub synchronous: Synchronous,
+    /// Instances awake at once (also sizes the pooling allocator).
+    pub max_awake: usize,
+    /// Use the pooling allocator if the machine allows it.
+    pub pooling: bool,
+    /// Where compiled components are cached (default: `cache/` in the data
+    /// directory). Hosts on different data directories may share one.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            data_dir: PathBuf::from(".burrow"),
+            synchronous: Synchronous::default(),
+            max_awake: DEFAULT_MAX_AWAKE,
+            pooling: true,
+            cache_dir: None,
+        }
+    }
+}
+
+/// Parses durations such as `250ms`, `30s`, `5m` or `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("`{text}` has no unit (use ms, s, m or h)"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a whole number"))?;
+    let millis = match unit.trim() {
+        "ms" => number,
+        "s" => number.saturating_mul(1000),
+        "m" => number.saturating_mul(60_000),
+        "h" => number.saturating_mul(3_600_000),
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use ms, s, m or h)"
+            ));
+        }
+    };
+    Ok(Duration::from_millis(millis))
+}
+
+/// Parses sizes such as `512KiB`, `128MiB`, `1GiB` or a plain number of bytes.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a whole number"))?;
+    let factor = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use KiB, MiB or GiB)"
+            ));
+        }
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("3 days")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("12MB").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_size("99999999999999GiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! Actor definitions: a component loaded, checked against the WIT world and
+//! pre-instantiated once, ready to start any number of instances.
+
+use std::path::PathBuf;
+
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+use crate::bindings::ActorPre;
+use crate::cache;
+use crate::config::{ActorOptions, MAX_COMPONENT_BYTES};
+use crate::instance_state::InstanceState;
+use crate::manifest::ActorSpec;
+
+/// A component that could not become an actor definition.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot load actor `{actor}` from {}: {reason}", path.display())]
+pub struct LoadError {
+    /// The actor.
+    pub actor: String,
+    /// The component file.
+    pub path: PathBuf,
+    /// What is wrong, and what to do about it.
+    pub reason: String,
+}
+
+/// One actor: its options and its pre-instantiated component.
+pub(crate) struct ActorDefinition {
+    pub(crate) name: String,
+    pub(crate) options: ActorOptions,
+    pub(crate) pre: ActorPre<InstanceState>,
+}
+
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+const CORE_MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+
+/// Loads `spec`'s component, from the compile cache when it can.
+pub(crate) fn load(
+    engine: &Engine,
+    linker: &Linker<InstanceState>,
+    cache_dir: &cap_std::fs::Dir,
+    spec: &ActorSpec,
+) -> Result<ActorDefinition, LoadError> {
+    let fail = |reason: String| LoadError {
+        actor: spec.name.clone(),
+        path: spec.component.clone(),
+        reason,
+    };
+    let meta = std::fs::metadata(&spec.component).map_err(|e| {
+        fail(if e.kind() == std::io::ErrorKind::NotFound {
+            "the file does not exist (build it with `burrow build`)".into()
+        } else {
+            format!("cannot read the file: {e}")
+        })
+    })?;
+    if meta.len() > MAX_COMPONENT_BYTES {
+        return Err(fail(format!(
+            "the file is {} bytes; the limit is {MAX_COMPONENT_BYTES} bytes",
+            meta.len()
+        )));
+    }
+    let bytes =
+        std::fs::read(&spec.component).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    check_header(&bytes).map_err(fail)?;
+    let component = cache::load(engine, cache_dir, &bytes)
+        .map_err(|e| fail(format!("the component does not compile: {e:#}")))?;
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+        fail(format!(
+            "the component imports something the host does not provide: {e:#}"
+        ))
+    })?;
+    let pre = ActorPre::new(instance_pre).map_err(|e| {
+        fail(format!(
+            "the component does not export the burrow:actor/guest@0.1.0 interface \
+             (world burrow:actor/actor): {e:#}"
+        ))
+    })?;
+    Ok(ActorDefinition {
+        name: spec.name.clone(),
+        options: spec.options.clone(),
+        pre,
+    })
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), String> {
+    if bytes.starts_with(&COMPONENT_HEADER) {
+        Ok(())
+    } else if bytes.starts_with(&CORE_MODULE_HEADER) {
+        Err(
+            "this is a core WebAssembly module, not a component: build for the \
+             wasm32-wasip2 target (or wrap it with `wasm-tools component new`)"
+                .into(),
+        )
+    } else if bytes.starts_with(&COMPONENT_HEADER[..4]) {
+        Err("this WebAssembly binary has an unsupported version or layer".into())
+    } else {
+        Err("this is not a WebAssembly component (it does not start with `\\0asm`)".into())
+    }
+}

@@ -1,0 +1,139 @@
+//! The errors a caller of the host can meet, with their codes and statuses.
+
+/// Why a call to an actor instance did not produce a result.
+///
+/// Every variant names the actor (and key, where there is one) and says
+/// what the caller can do. [`Error::code`] is the stable machine-readable
+/// code used by the HTTP API and `--json` output.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No actor of this name is defined in the manifest.
+    #[error("unknown actor `{0}`: it is not defined in the manifest")]
+    UnknownActor(String),
+    /// The actor has no action of this name.
+    #[error("actor `{actor}` has no action `{action}`")]
+    UnknownAction {
+        /// The actor.
+        actor: String,
+        /// The action that was asked for.
+        action: String,
+    },
+    /// The arguments did not fit the action or were not a JSON array.
+    #[error("invalid arguments for `{actor}.{action}`: {message}")]
+    InvalidArguments {
+        /// The actor.
+        actor: String,
+        /// The action.
+        action: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The key or the actor name is not acceptable.
+    #[error("invalid instance address: {0}")]
+    InvalidAddress(String),
+    /// The instance was never created (or was destroyed).
+    #[error("instance `{actor}/{key}` does not exist")]
+    NoSuchInstance {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+    },
+    /// An explicit create met an instance that already exists.
+    #[error("instance `{actor}/{key}` already exists")]
+    AlreadyExists {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+    },
+    /// The action (or hook) returned an error; what it wrote is rolled back.
+    #[error("`{actor}/{key}` {during} failed: {code}: {message}")]
+    Failed {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The guest code that failed, such as `action increment` or `hook wake`.
+        during: String,
+        /// The guest's error code.
+        code: String,
+        /// The guest's message.
+        message: String,
+    },
+    /// The guest trapped (panicked, ran out of memory, broke an invariant);
+    /// what it wrote is rolled back and the instance is replaced.
+    #[error("`{actor}/{key}` trapped in {during}: {message}")]
+    Trapped {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The guest code that trapped.
+        during: String,
+        /// The trap and its backtrace.
+        message: String,
+    },
+    /// The guest ran past its call deadline; what it wrote is rolled back.
+    #[error("`{actor}/{key}` {during} ran past its call timeout of {timeout_ms} ms")]
+    Timeout {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The guest code that ran too long.
+        during: String,
+        /// The deadline, in milliseconds.
+        timeout_ms: u128,
+    },
+    /// The host has too much to do; try again later.
+    #[error("overloaded: {0}")]
+    Overloaded(String),
+    /// The instance's database could not be read or written.
+    #[error("storage of `{actor}/{key}` failed: {message}")]
+    Storage {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// What failed.
+        message: String,
+    },
+    /// The host is shutting down.
+    #[error("the host is shutting down")]
+    ShuttingDown,
+}
+
+impl Error {
+    /// The stable machine-readable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::UnknownActor(_) => "unknown-actor",
+            Error::UnknownAction { .. } => "unknown-action",
+            Error::InvalidArguments { .. } => "invalid-arguments",
+            Error::InvalidAddress(_) => "invalid-address",
+            Error::NoSuchInstance { .. } => "no-such-instance",
+            Error::AlreadyExists { .. } => "already-exists",
+            Error::Failed { .. } => "action-failed",
+            Error::Trapped { .. } => "trapped",
+            Error::Timeout { .. } => "timeout",
+            Error::Overloaded(_) => "overloaded",
+            Error::Storage { .. } => "storage",
+            Error::ShuttingDown => "shutting-down",
+        }
+    }
+
+    /// The HTTP status that carries this error.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::UnknownActor(_) | Error::UnknownAction { .. } | Error::NoSuchInstance { .. } => {
+                404
+            }
+            Error::InvalidArguments { .. } | Error::InvalidAddress(_) => 400,
+            Error::AlreadyExists { .. } => 409,
+            Error::Failed { .. } => 422,
+            Error::Trapped { .. } | Error::Storage { .. } => 500,
+            Error::Timeout { .. } | Error::Overloaded(_) | Error::ShuttingDown => 503,
+        }
+    }
+}

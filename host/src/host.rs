@@ -1,0 +1,407 @@
+//! The host: actor definitions, the directory of live instances, and the
+//! public API that the CLI, the HTTP server and embedders call.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use wasmtime::Engine;
+
+use crate::capability;
+use crate::cell::{AwakeToken, Cell, Origin};
+use crate::config::{HostConfig, MAX_ARGS_BYTES};
+use crate::definition::{self, ActorDefinition};
+use crate::directory::{Address, Directory, QueuePlace, SlotState};
+use crate::engine::{self, EpochTicker};
+use crate::error::Error;
+use crate::inspect::{self, Inspection};
+use crate::instance_state::InstanceName;
+use crate::manifest::ActorSpec;
+use crate::storage::index::Index;
+use crate::storage::{DataDir, validate_actor_name, validate_key};
+
+/// A running Burrow host. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    config: HostConfig,
+    data: DataDir,
+    index: Index,
+    actors: HashMap<String, Arc<ActorDefinition>>,
+    directory: Directory,
+    awake: Arc<AtomicUsize>,
+    shutting_down: AtomicBool,
+    _ticker: EpochTicker,
+}
+
+impl Host {
+    /// Starts a host on `config.data_dir` with the given actors. Fails if
+    /// another host holds the data directory, or if any component cannot
+    /// be loaded (the error names the actor, the file and the reason).
+    ///
+    /// Must be called inside a tokio runtime: the host keeps a task that
+    /// puts idle instances to sleep.
+    pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        let data = DataDir::open(&config.data_dir)?;
+        let engine = engine::build(config.max_awake, config.pooling)?;
+        let linker = capability::linker(&engine)?;
+        let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
+        let mut definitions = HashMap::new();
+        for spec in actors {
+            validate_actor_name(&spec.name)?;
+            let engine = engine.clone();
+            let linker = linker.clone();
+            let cache_dir = cache_dir.try_clone()?;
+            let spec = spec.clone();
+            // Compiling is CPU-bound: keep it off the async workers.
+            let def = tokio::task::spawn_blocking(move || {
+                definition::load(&engine, &linker, &cache_dir, &spec)
+            })
+            .await??;
+            data.prepare_actor(&def.name)?;
+            definitions.insert(def.name.clone(), Arc::new(def));
+        }
+        let index = Index::open(&data.root().join("host.sqlite"))
+            .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
+        let inner = Arc::new(Inner {
+            _ticker: EpochTicker::start(&engine),
+            engine,
+            config,
+            data,
+            index,
+            actors: definitions,
+            directory: Directory::default(),
+            awake: Arc::new(AtomicUsize::new(0)),
+            shutting_down: AtomicBool::new(false),
+        });
+        tokio::spawn(reap_idle(Arc::downgrade(&inner)));
+        Ok(Host { inner })
+    }
+
+    /// Names of the defined actors, sorted.
+    pub fn actors(&self) -> Vec<String> {
+        let mut names: Vec<_> = self.inner.actors.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.inner.data.root()
+    }
+
+    /// Instances awake right now.
+    pub fn awake_count(&self) -> usize {
+        self.inner.awake.load(Ordering::Relaxed)
+    }
+
+    /// Calls `action` on the instance (`actor`, `key`) with `args`, a JSON
+    /// array, and returns the JSON result. The first call creates the
+    /// instance (with a `null` create input).
+    pub async fn call(
+        &self,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
+        if args.len() > MAX_ARGS_BYTES {
+            return Err(Error::InvalidArguments {
+                actor: actor.into(),
+                action: action.into(),
+                message: format!(
+                    "the arguments are {} bytes; the limit is {MAX_ARGS_BYTES} bytes",
+                    args.len()
+                ),
+            });
+        }
+        self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+            cell.action(action, args).await
+        })
+        .await
+    }
+
+    /// Creates the instance (`actor`, `key`) with `input` (JSON) for its
+    /// create hook. Fails if it already exists.
+    pub async fn create(&self, actor: &str, key: &str, input: &str) -> Result<(), Error> {
+        if serde_json::from_str::<serde_json::Value>(input).is_err() {
+            return Err(Error::InvalidArguments {
+                actor: actor.into(),
+                action: "create".into(),
+                message: "the create input is not valid JSON".into(),
+            });
+        }
+        self.with_cell(actor, key, Origin::MustBeNew(input), async |cell| {
+            cell.commit_creation()
+        })
+        .await
+    }
+
+    /// Runs the instance's destroy hook and deletes its data.
+    pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), Error> {
+        let (def, address) = self.resolve(actor, key)?;
+        if !self.inner.data.instance_exists(actor, key) {
+            return Err(no_such_instance(&address));
+        }
+        loop {
+            let slot = self
+                .inner
+                .directory
+                .slot(&address, def.options.sleep_timeout);
+            let mut state = slot.state.lock().await;
+            if matches!(*state, SlotState::Retired) {
+                continue;
+            }
+            let cell = match std::mem::replace(&mut *state, SlotState::Retired) {
+                SlotState::Awake(cell) if !cell.is_broken() => Some(cell),
+                _ => None,
+            };
+            let cell = match cell {
+                Some(cell) => Some(cell),
+                None => match self.start_cell(&def, &address, Origin::MustExist).await {
+                    Ok(cell) => Some(Box::new(cell)),
+                    Err(Error::NoSuchInstance { .. }) => None,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot wake the instance for its destroy hook");
+                        None
+                    }
+                },
+            };
+            if let Some(cell) = cell {
+                cell.destroy().await;
+            }
+            self.inner.directory.remove(&address, &slot);
+            self.inner
+                .data
+                .remove_instance(actor, key)
+                .and_then(|()| Ok(self.inner.index.remove(actor, key)?))
+                .map_err(|e| Error::Storage {
+                    actor: actor.into(),
+                    key: key.into(),
+                    message: format!("{e:#}"),
+                })?;
+            return Ok(());
+        }
+    }
+
+    /// State and tables of the instance, read from a separate read-only
+    /// connection (the instance is not woken).
+    pub fn inspect(&self, actor: &str, key: &str) -> Result<Inspection, Error> {
+        self.resolve(actor, key)?;
+        inspect::inspect(self.inner.data.root(), actor, key)
+    }
+
+    /// Keys of `actor`'s instances.
+    pub fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
+        validate_actor_name(actor)?;
+        if !self.inner.actors.contains_key(actor) {
+            return Err(Error::UnknownActor(actor.into()));
+        }
+        self.inner.index.keys(actor).map_err(|e| Error::Storage {
+            actor: actor.into(),
+            key: String::new(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Puts every awake instance to sleep (running its sleep hook) and
+    /// refuses new calls. In-flight calls finish first.
+    pub async fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::Relaxed);
+        for (address, slot) in self.inner.directory.all() {
+            let mut state = slot.state.lock().await;
+            if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
+                cell.sleep().await;
+            }
+            self.inner.directory.remove(&address, &slot);
+        }
+    }
+
+    fn resolve(&self, actor: &str, key: &str) -> Result<(Arc<ActorDefinition>, Address), Error> {
+        if self.inner.shutting_down.load(Ordering::Relaxed) {
+            return Err(Error::ShuttingDown);
+        }
+        validate_actor_name(actor)?;
+        validate_key(key)?;
+        let def = self
+            .inner
+            .actors
+            .get(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))?
+            .clone();
+        let address = Address {
+            actor: def.name.as_str().into(),
+            key: key.into(),
+        };
+        Ok((def, address))
+    }
+
+    async fn start_cell(
+        &self,
+        def: &ActorDefinition,
+        address: &Address,
+        origin: Origin<'_>,
+    ) -> Result<Cell, Error> {
+        let name = InstanceName {
+            actor: address.actor.clone(),
+            key: address.key.clone(),
+        };
+        let path = self.inner.data.instance_path(&address.actor, &address.key);
+        let existed = path.exists();
+        let token = AwakeToken::new(&self.inner.awake);
+        let result = Cell::start(
+            &self.inner.engine,
+            def,
+            name,
+            &path,
+            self.inner.config.synchronous,
+            origin,
+            token,
+        )
+        .await;
+        if result.is_err() && !existed {
+            // Leave nothing behind for an instance that never came to be.
+            let _ = self
+                .inner
+                .data
+                .remove_instance(&address.actor, &address.key);
+        }
+        result
+    }
+
+    /// Runs `op` on the awake cell of (`actor`, `key`), waking or creating
+    /// the instance first as `origin` allows.
+    async fn with_cell<T>(
+        &self,
+        actor: &str,
+        key: &str,
+        origin: Origin<'_>,
+        op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let (def, address) = self.resolve(actor, key)?;
+        loop {
+            let slot = self
+                .inner
+                .directory
+                .slot(&address, def.options.sleep_timeout);
+            let _place = QueuePlace::enter(&slot, &address)?;
+            let mut state = slot.state.lock().await;
+            match &*state {
+                SlotState::Retired => continue,
+                SlotState::Awake(cell) if cell.is_broken() => *state = SlotState::Asleep,
+                _ => {}
+            }
+            if let SlotState::Asleep = *state {
+                self.make_room(&address).await?;
+                let origin = match &origin {
+                    Origin::CreateIfMissing(i) => Origin::CreateIfMissing(i),
+                    Origin::MustExist => Origin::MustExist,
+                    Origin::MustBeNew(i) => Origin::MustBeNew(i),
+                };
+                let cell = self.start_cell(&def, &address, origin).await?;
+                *state = SlotState::Awake(Box::new(cell));
+            } else if let Origin::MustBeNew(_) = origin {
+                return Err(Error::AlreadyExists {
+                    actor: actor.into(),
+                    key: key.into(),
+                });
+            }
+            let SlotState::Awake(cell) = &mut *state else {
+                unreachable!("the slot was just woken")
+            };
+            let result = op(cell).await;
+            if let Some(created_at) = cell.take_created()
+                && let Err(e) = self.inner.index.insert(actor, key, created_at)
+            {
+                tracing::warn!(actor, key, error = %e, "cannot index the new instance");
+            }
+            if cell.is_broken() {
+                let failed_creation = cell.creation_failed();
+                *state = SlotState::Asleep;
+                if failed_creation {
+                    let _ = self.inner.data.remove_instance(actor, key);
+                }
+            }
+            slot.touch();
+            return result;
+        }
+    }
+
+    /// Puts the least recently used idle instance to sleep if the host is
+    /// at its limit of awake instances.
+    async fn make_room(&self, except: &Address) -> Result<(), Error> {
+        let max = self.inner.config.max_awake;
+        if self.awake_count() < max {
+            return Ok(());
+        }
+        for (_, slot) in self.inner.directory.eviction_candidates(except) {
+            let Ok(mut state) = slot.state.try_lock() else {
+                continue;
+            };
+            if let SlotState::Awake(_) = &*state {
+                let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Asleep)
+                else {
+                    unreachable!()
+                };
+                cell.sleep().await;
+                if self.awake_count() < max {
+                    return Ok(());
+                }
+            }
+        }
+        Err(Error::Overloaded(format!(
+            "all {max} awake instances are busy; raise --max-awake or try again"
+        )))
+    }
+}
+
+fn no_such_instance(address: &Address) -> Error {
+    Error::NoSuchInstance {
+        actor: address.actor.to_string(),
+        key: address.key.to_string(),
+    }
+}
+
+/// Puts idle instances to sleep and forgets idle asleep slots.
+async fn reap_idle(inner: Weak<Inner>) {
+    loop {
+        let interval = match inner.upgrade() {
+            Some(inner) => reap_interval(&inner),
+            None => return,
+        };
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        for (address, slot) in inner.directory.idle() {
+            let Ok(mut state) = slot.state.try_lock() else {
+                continue;
+            };
+            if slot.idle_for() < slot.sleep_timeout {
+                continue;
+            }
+            if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
+                tracing::debug!(actor = %address.actor, key = %address.key, "instance goes to sleep");
+                cell.sleep().await;
+            }
+            inner.directory.remove(&address, &slot);
+        }
+    }
+}
+
+fn reap_interval(inner: &Inner) -> Duration {
+    let shortest = inner
+        .actors
+        .values()
+        .map(|d| d.options.sleep_timeout)
+        .min()
+        .unwrap_or(Duration::from_secs(1));
+    (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
+}

@@ -1,0 +1,235 @@
+//! The HTTP API.
+//!
+//! | method and path | body | answer |
+//! | --- | --- | --- |
+//! | `POST /actors/{actor}/{key}/actions/{action}` | JSON array of arguments | 200 and the JSON result |
+//! | `PUT /actors/{actor}/{key}` | JSON create input (optional) | 201 |
+//! | `GET /actors/{actor}/{key}/state` | | 200 and the state (JSON) |
+//! | `GET /actors/{actor}/{key}` | | 200 and the inspection (state and tables) |
+//! | `DELETE /actors/{actor}/{key}` | | 204 |
+//! | `GET /actors/{actor}` | | 200 and `{"keys": [...]}` |
+//! | `GET /healthz` | | 200 and `{"status": "ok"}` |
+//!
+//! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
+//! (malformed input), 404 (unknown actor, action, instance or route), 409
+//! (already exists), 413 (body too large), 422 (the action returned an
+//! error), 500 (the guest trapped) or 503 (overloaded, timed out, shutting
+//! down).
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::config::MAX_ARGS_BYTES;
+use crate::error::Error;
+use crate::host::Host;
+
+/// An HTTP error answer.
+pub struct ApiError {
+    status: StatusCode,
+    code: String,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: u16, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> ApiError {
+        ApiError::new(e.http_status(), e.code(), e.to_string())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> ApiError {
+        ApiError::new(
+            400,
+            "invalid-address",
+            format!("the path is not acceptable: {e}"),
+        )
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(e: BytesRejection) -> ApiError {
+        let status = e.status().as_u16();
+        let code = if status == 413 {
+            "body-too-large"
+        } else {
+            "invalid-body"
+        };
+        ApiError::new(
+            status,
+            code,
+            format!("the request body was refused: {}", e.body_text()),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// The router of the HTTP API over `host`.
+pub fn router(host: Host) -> Router {
+    Router::new()
+        .route("/healthz", get(health))
+        .route("/actors/{actor}", get(list_keys))
+        .route(
+            "/actors/{actor}/{key}",
+            get(inspect).put(create).delete(destroy),
+        )
+        .route("/actors/{actor}/{key}/state", get(state))
+        .route("/actors/{actor}/{key}/actions/{action}", post(call))
+        .fallback(no_route)
+        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
+        .with_state(host)
+}
+
+/// Serves the API on `addr` until `shutdown` resolves, then puts every
+/// instance to sleep.
+pub async fn serve(
+    host: Host,
+    addr: SocketAddr,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    serve_on(host, listener, shutdown).await
+}
+
+/// Serves the API on a bound listener until `shutdown` resolves.
+pub async fn serve_on(
+    host: Host,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    tracing::info!(address = %listener.local_addr()?, "burrow is serving");
+    axum::serve(listener, router(host.clone()))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    host.shutdown().await;
+    Ok(())
+}
+
+async fn health() -> axum::Json<Value> {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(404, "no-route", format!("no route for {method} {uri}"))
+}
+
+fn parse_json(body: &[u8], what: &str) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}
+
+async fn call(
+    State(host): State<Host>,
+    path: Result<Path<(String, String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key, action)) = path?;
+    let body = body?;
+    let invalid = |message: String| Error::InvalidArguments {
+        actor: actor.clone(),
+        action: action.clone(),
+        message,
+    };
+    let args = if body.iter().all(u8::is_ascii_whitespace) {
+        "[]"
+    } else {
+        match parse_json(&body, "the body") {
+            Ok(Value::Array(_)) => {
+                std::str::from_utf8(&body).map_err(|e| invalid(e.to_string()))?
+            }
+            Ok(_) => {
+                return Err(invalid("the body must be a JSON array of arguments".into()).into());
+            }
+            Err(message) => return Err(invalid(message).into()),
+        }
+    };
+    let result = host.call(&actor, &key, &action, args).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        result,
+    )
+        .into_response())
+}
+
+async fn create(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<StatusCode> {
+    let Path((actor, key)) = path?;
+    let body = body?;
+    let input = if body.iter().all(u8::is_ascii_whitespace) {
+        "null"
+    } else {
+        parse_json(&body, "the create input")
+            .map_err(|m| ApiError::new(400, "invalid-arguments", m))?;
+        std::str::from_utf8(&body)
+            .map_err(|e| ApiError::new(400, "invalid-arguments", e.to_string()))?
+    };
+    host.create(&actor, &key, input).await?;
+    Ok(StatusCode::CREATED)
+}
+
+async fn destroy(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let Path((actor, key)) = path?;
+    host.destroy(&actor, &key).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn state(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path((actor, key)) = path?;
+    Ok(axum::Json(host.inspect(&actor, &key)?.state))
+}
+
+async fn inspect(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path((actor, key)) = path?;
+    let inspection = host.inspect(&actor, &key)?;
+    Ok(axum::Json(
+        serde_json::to_value(inspection).unwrap_or(Value::Null),
+    ))
+}
+
+async fn list_keys(
+    State(host): State<Host>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path(actor) = path?;
+    let keys = host.keys(&actor)?;
+    Ok(axum::Json(json!({ "keys": keys })))
+}

@@ -1,0 +1,138 @@
+//! Read-only views of an instance's data, through a separate connection.
+
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::storage::instance_db::read_state;
+use crate::storage::sandbox::INTERNAL_PREFIX;
+use crate::storage::{instance_path, validate_actor_name, validate_key};
+
+/// Rows shown per table.
+pub const INSPECT_ROWS: usize = 100;
+
+/// What `burrow inspect` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    /// The actor.
+    pub actor: String,
+    /// The key.
+    pub key: String,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// The state value: JSON if it is JSON, else `{"hex": ...}`; null if never set.
+    pub state: serde_json::Value,
+    /// The actor's own tables.
+    pub tables: Vec<TableDump>,
+}
+
+/// The first rows of one table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableDump {
+    /// Table name.
+    pub name: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Up to [`INSPECT_ROWS`] rows.
+    pub rows: Vec<Vec<serde_json::Value>>,
+    /// Number of rows in the table.
+    pub total_rows: i64,
+}
+
+/// Decodes a state value for people: JSON when it is JSON.
+pub fn state_to_json(bytes: Option<Vec<u8>>) -> serde_json::Value {
+    match bytes {
+        None => serde_json::Value::Null,
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| serde_json::json!({ "hex": hex::encode(&bytes) })),
+    }
+}
+
+/// Inspects (`actor`, `key`) under the data directory `root`, read-only.
+pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error> {
+    validate_actor_name(actor)?;
+    validate_key(key)?;
+    let path = instance_path(root, actor, key);
+    let missing = || Error::NoSuchInstance {
+        actor: actor.into(),
+        key: key.into(),
+    };
+    if !path.exists() {
+        return Err(missing());
+    }
+    let storage = |e: rusqlite::Error| Error::Storage {
+        actor: actor.into(),
+        key: key.into(),
+        message: e.to_string(),
+    };
+    let conn = Connection::open_with_flags(
+        &path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(storage)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(storage)?;
+    let created_at: Option<i64> = conn
+        .query_row(
+            "SELECT created_at FROM _burrow_instance WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let Some(created_at) = created_at else {
+        return Err(missing());
+    };
+    let state = state_to_json(read_state(&conn).map_err(storage)?);
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(storage)?;
+    let mut tables = Vec::new();
+    for name in names
+        .into_iter()
+        .filter(|n| !n.starts_with(INTERNAL_PREFIX))
+    {
+        tables.push(dump_table(&conn, &name).map_err(storage)?);
+    }
+    Ok(Inspection {
+        actor: actor.into(),
+        key: key.into(),
+        created_at,
+        state,
+        tables,
+    })
+}
+
+fn dump_table(conn: &Connection, name: &str) -> rusqlite::Result<TableDump> {
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    let total_rows = conn.query_row(&format!("SELECT count(*) FROM {quoted}"), [], |r| r.get(0))?;
+    let mut stmt = conn.prepare(&format!("SELECT * FROM {quoted} LIMIT {INSPECT_ROWS}"))?;
+    let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+    let width = columns.len();
+    let rows = stmt
+        .query_map([], |row| {
+            (0..width)
+                .map(|i| row.get_ref(i).map(value_to_json))
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(TableDump {
+        name: name.into(),
+        columns,
+        rows,
+        total_rows,
+    })
+}
+
+fn value_to_json(value: ValueRef<'_>) -> serde_json::Value {
+    match value {
+        ValueRef::Null => serde_json::Value::Null,
+        ValueRef::Integer(i) => i.into(),
+        ValueRef::Real(r) => r.into(),
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into(),
+        ValueRef::Blob(b) => serde_json::json!({ "hex": hex::encode(b) }),
+    }
+}

@@ -1,0 +1,171 @@
+//! What a wasmtime store holds for one instance: its database, the deadline
+//! and mode of the current call, limits, and a WASI context without
+//! ambient authority.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use wasmtime::StoreLimits;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::config::MAX_LOG_LINE_BYTES;
+use crate::deadline::Deadline;
+use crate::storage::instance_db::InstanceDb;
+
+/// What guest code is running right now. Imports check it first, so that
+/// later modes (workflow orchestration, steps) can refuse side effects at
+/// the import boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// No call into the guest is running.
+    Idle,
+    /// A lifecycle hook (`migrate`, `create`, `wake`, `sleep`, `destroy`).
+    Hook(&'static str),
+    /// An action.
+    Action,
+}
+
+/// Identifies an instance in logs and errors.
+#[derive(Debug, Clone)]
+pub(crate) struct InstanceName {
+    pub(crate) actor: Arc<str>,
+    pub(crate) key: Arc<str>,
+}
+
+pub(crate) struct InstanceState {
+    pub(crate) name: InstanceName,
+    pub(crate) db: InstanceDb,
+    pub(crate) deadline: Deadline,
+    pub(crate) mode: Mode,
+    pub(crate) limits: StoreLimits,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl InstanceState {
+    pub(crate) fn new(
+        name: InstanceName,
+        db: InstanceDb,
+        deadline: Deadline,
+        limits: StoreLimits,
+    ) -> Self {
+        // No preopened directories, no environment, no arguments, no
+        // network, no stdin: the builder grants none of them unless asked.
+        let wasi = WasiCtx::builder()
+            .stdout(GuestOutput::new(name.clone(), "stdout"))
+            .stderr(GuestOutput::new(name.clone(), "stderr"))
+            .allow_ip_name_lookup(false)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .build();
+        InstanceState {
+            name,
+            db,
+            deadline,
+            mode: Mode::Idle,
+            limits,
+            wasi,
+            table: ResourceTable::new(),
+        }
+    }
+
+    /// Refuses `call` unless guest code is running.
+    pub(crate) fn check_mode(&self, call: &str) -> Result<(), String> {
+        match self.mode {
+            Mode::Idle => Err(format!(
+                "{call} was called while no call into the guest is running"
+            )),
+            Mode::Hook(_) | Mode::Action => Ok(()),
+        }
+    }
+}
+
+impl WasiView for InstanceState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Guest stdout or stderr: each line goes to the host log, tagged with the
+/// instance and cut at [`MAX_LOG_LINE_BYTES`].
+#[derive(Clone)]
+struct GuestOutput {
+    name: InstanceName,
+    stream: &'static str,
+}
+
+impl GuestOutput {
+    fn new(name: InstanceName, stream: &'static str) -> Self {
+        GuestOutput { name, stream }
+    }
+}
+
+impl IsTerminal for GuestOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestOutput {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(LineWriter {
+            out: self.clone(),
+            line: Vec::new(),
+        })
+    }
+}
+
+struct LineWriter {
+    out: GuestOutput,
+    line: Vec<u8>,
+}
+
+impl LineWriter {
+    fn emit(&mut self) {
+        if self.line.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.line);
+        tracing::info!(
+            target: "burrow::guest",
+            actor = %self.out.name.actor,
+            key = %self.out.name.key,
+            stream = self.out.stream,
+            "{}",
+            text.trim_end()
+        );
+        self.line.clear();
+    }
+}
+
+impl tokio::io::AsyncWrite for LineWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        for &byte in buf {
+            if byte == b'\n' {
+                self.emit();
+            } else if self.line.len() < MAX_LOG_LINE_BYTES {
+                self.line.push(byte);
+            }
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.emit();
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.poll_flush(cx)
+    }
+}

@@ -1,0 +1,62 @@
+//! # Burrow
+//!
+//! A host for sandboxed, durable actors. An actor is a WebAssembly
+//! component that exports `burrow:actor/guest`; every instance of it (an
+//! actor name plus a key) gets its own SQLite database, kept outside the
+//! sandbox, and every call into it runs in one transaction of that
+//! database.
+//!
+//! # Layout
+//!
+//! - [`host`]: the public API ([`Host`]): start, call, create, destroy, inspect.
+//! - `directory` and `cell`: live instances, one call at a time each; the
+//!   transaction around every call into a guest.
+//! - `definition`, `engine`, `cache`: components loaded once, pre-instantiated,
+//!   compiled once and cached on disk.
+//! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`).
+//! - `storage/*`: the data directory, instance databases and their SQL sandbox.
+//! - [`manifest`], [`config`]: `burrow.toml` and the limits.
+//! - [`http`] and [`client`]: the HTTP API and a client for it.
+//! - [`cli`]: the `burrow` command; [`bench`]: the benchmark workloads.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! use burrow::{Host, HostConfig, manifest::ActorSpec};
+//!
+//! let actors = [ActorSpec::new("counter", "target/wasm32-wasip2/guest/counter.wasm")];
+//! let host = Host::start(HostConfig::default(), &actors).await?;
+//! let value = host.call("counter", "my-counter", "increment", "[5]").await?;
+//! assert_eq!(value, "5");
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+pub mod bench;
+mod bindings;
+mod cache;
+mod capability;
+mod cell;
+pub mod cli;
+pub mod client;
+pub mod config;
+mod deadline;
+mod definition;
+mod directory;
+mod engine;
+mod error;
+pub mod host;
+pub mod http;
+mod inspect;
+mod instance_state;
+pub mod manifest;
+mod storage;
+
+pub use config::{ActorOptions, HostConfig, Synchronous};
+pub use definition::LoadError;
+pub use error::Error;
+pub use host::Host;
+pub use inspect::{Inspection, TableDump, inspect as inspect_instance};
+pub use storage::{instance_path, validate_actor_name, validate_key};

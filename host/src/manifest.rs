@@ -1,0 +1,202 @@
+//! `burrow.toml`: which actors exist, where their components are, how to
+//! build them, and their options.
+//!
+//! ```toml
+//! [host]                      # optional
+//! data_dir = ".burrow"
+//! synchronous = "normal"      # off | normal | full
+//!
+//! [actors.counter]
+//! component = "target/wasm32-wasip2/guest/counter.wasm"
+//! build = "cargo build -p counter --target wasm32-wasip2 --profile guest"
+//! sleep_timeout = "30s"       # optional, default 30s
+//! call_timeout = "10s"        # optional, default 10s
+//! memory_limit = "128MiB"     # optional, default 128MiB
+//! ```
+//!
+//! Relative paths are relative to the manifest's directory; build commands
+//! run there too.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use serde::Deserialize;
+
+use crate::config::{ActorOptions, Synchronous, parse_duration, parse_size};
+use crate::storage::validate_actor_name;
+
+/// A parsed manifest.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The directory relative paths start from.
+    pub dir: PathBuf,
+    /// The `[host]` section.
+    pub host: HostSection,
+    /// The actors, by name.
+    pub actors: BTreeMap<String, ActorSpec>,
+}
+
+/// The `[host]` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSection {
+    /// Data directory (default `.burrow`).
+    pub data_dir: Option<PathBuf>,
+    /// `synchronous` of instance databases (default `normal`).
+    pub synchronous: Option<Synchronous>,
+}
+
+/// One actor of the manifest.
+#[derive(Debug, Clone)]
+pub struct ActorSpec {
+    /// The actor's name.
+    pub name: String,
+    /// The component file (absolute).
+    pub component: PathBuf,
+    /// The shell command that builds the component, if any.
+    pub build: Option<String>,
+    /// Options.
+    pub options: ActorOptions,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    host: HostSection,
+    #[serde(default)]
+    actors: BTreeMap<String, RawActor>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawActor {
+    component: PathBuf,
+    build: Option<String>,
+    sleep_timeout: Option<String>,
+    call_timeout: Option<String>,
+    memory_limit: Option<String>,
+}
+
+impl Manifest {
+    /// Reads and checks the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Manifest> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the manifest {}", path.display()))?;
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        Manifest::parse(&text, &dir).with_context(|| format!("in the manifest {}", path.display()))
+    }
+
+    /// Parses manifest text whose relative paths start at `dir`.
+    pub fn parse(text: &str, dir: &Path) -> Result<Manifest> {
+        let raw: RawManifest = toml::from_str(text)?;
+        let dir = std::path::absolute(dir)?;
+        let mut actors = BTreeMap::new();
+        for (name, raw) in raw.actors {
+            validate_actor_name(&name).map_err(|e| anyhow!("{e}"))?;
+            let spec = ActorSpec::from_raw(&name, raw, &dir)
+                .with_context(|| format!("in [actors.{name}]"))?;
+            actors.insert(name, spec);
+        }
+        Ok(Manifest {
+            dir,
+            host: raw.host,
+            actors,
+        })
+    }
+
+    /// The data directory the manifest asks for, relative to its directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join(
+            self.host
+                .data_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(".burrow")),
+        )
+    }
+}
+
+impl ActorSpec {
+    fn from_raw(name: &str, raw: RawActor, dir: &Path) -> Result<ActorSpec> {
+        let mut options = ActorOptions::default();
+        if let Some(t) = raw.sleep_timeout {
+            options.sleep_timeout =
+                parse_duration(&t).map_err(|e| anyhow!("sleep_timeout: {e}"))?;
+        }
+        if let Some(t) = raw.call_timeout {
+            options.call_timeout = parse_duration(&t).map_err(|e| anyhow!("call_timeout: {e}"))?;
+        }
+        if let Some(s) = raw.memory_limit {
+            options.memory_limit = parse_size(&s).map_err(|e| anyhow!("memory_limit: {e}"))?;
+        }
+        Ok(ActorSpec {
+            name: name.to_owned(),
+            component: dir.join(raw.component),
+            build: raw.build,
+            options,
+        })
+    }
+
+    /// A spec for a component file with default options (for embedding and tests).
+    pub fn new(name: &str, component: impl Into<PathBuf>) -> ActorSpec {
+        ActorSpec {
+            name: name.to_owned(),
+            component: component.into(),
+            build: None,
+            options: ActorOptions::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_manifest_parses_with_options_and_defaults() {
+        let m = Manifest::parse(
+            r#"
+            [host]
+            synchronous = "full"
+            [actors.counter]
+            component = "c.wasm"
+            build = "make"
+            sleep_timeout = "2s"
+            memory_limit = "64MiB"
+            [actors.other]
+            component = "/abs/o.wasm"
+            "#,
+            Path::new("/proj"),
+        )
+        .unwrap();
+        assert_eq!(m.host.synchronous, Some(Synchronous::Full));
+        let c = &m.actors["counter"];
+        assert_eq!(c.component, Path::new("/proj/c.wasm"));
+        assert_eq!(c.options.sleep_timeout, Duration::from_secs(2));
+        assert_eq!(c.options.memory_limit, 64 << 20);
+        assert_eq!(c.options.call_timeout, crate::config::DEFAULT_CALL_TIMEOUT);
+        assert_eq!(m.actors["other"].component, Path::new("/abs/o.wasm"));
+        assert_eq!(m.data_dir(), Path::new("/proj/.burrow"));
+    }
+
+    #[test]
+    fn bad_manifests_say_what_is_wrong() {
+        let err = |text: &str| format!("{:#}", Manifest::parse(text, Path::new("/p")).unwrap_err());
+        assert!(
+            err("[actors.c]\ncomponent = 'x'\nsleep_timeout = '5 days'").contains("sleep_timeout")
+        );
+        assert!(err("[actors.c]\ncomponent = 'x'\ncolour = 'red'").contains("colour"));
+        assert!(err("[actors.Bad]\ncomponent = 'x'").contains("actor name `Bad`"));
+        assert!(err("[actors.c]\nbuild = 'x'").contains("component"));
+    }
+}

@@ -1,0 +1,135 @@
+//! Opening an instance's database: pragmas, internal tables, sandbox.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use super::sandbox::Sandbox;
+use crate::config::Synchronous;
+use crate::deadline::Deadline;
+
+/// Guest statements prepared once per connection and kept.
+///
+/// The cache holds guest statements only: the authorizer runs when a
+/// statement is prepared, so a host statement found in the cache by a guest
+/// that sent the same text would skip it. The host's own statements are
+/// therefore prepared with `prepare`, never `prepare_cached`.
+const STATEMENT_CACHE: usize = 64;
+/// SQLite virtual-machine steps between checks of the call deadline.
+const PROGRESS_STEPS: i32 = 10_000;
+
+/// The internal tables every instance database has.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _burrow_instance (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    actor TEXT NOT NULL,
+    key TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _burrow_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    value BLOB NOT NULL
+);
+";
+
+/// An open instance database with its sandbox and the deadline its
+/// progress handler enforces.
+pub(crate) struct InstanceDb {
+    pub(crate) conn: Connection,
+    pub(crate) sandbox: Sandbox,
+}
+
+impl InstanceDb {
+    /// Opens (creating if needed) the database at `path`.
+    pub(crate) fn open(
+        path: &Path,
+        synchronous: Synchronous,
+        deadline: Deadline,
+    ) -> rusqlite::Result<InstanceDb> {
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", synchronous.pragma())?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(SCHEMA)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.progress_handler(PROGRESS_STEPS, Some(move || deadline.passed()))?;
+        let sandbox = Sandbox::default();
+        sandbox.install(&mut conn)?;
+        Ok(InstanceDb { conn, sandbox })
+    }
+
+    /// The recorded creation, or `None` for a database that was never created.
+    pub(crate) fn created_at(&self) -> rusqlite::Result<Option<i64>> {
+        self.conn
+            .prepare("SELECT created_at FROM _burrow_instance WHERE id = 1")?
+            .query_row([], |r| r.get(0))
+            .optional()
+    }
+
+    pub(crate) fn record_creation(
+        &self,
+        actor: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> rusqlite::Result<()> {
+        self.conn
+            .prepare(
+                "INSERT INTO _burrow_instance (id, actor, key, created_at) VALUES (1, ?, ?, ?)",
+            )?
+            .execute(rusqlite::params![actor, key, now_ms])?;
+        Ok(())
+    }
+
+    pub(crate) fn read_state(&self) -> rusqlite::Result<Option<Vec<u8>>> {
+        read_state(&self.conn)
+    }
+
+    pub(crate) fn write_state(&self, value: &[u8]) -> rusqlite::Result<()> {
+        self.conn
+            .prepare(
+                "INSERT INTO _burrow_state (id, value) VALUES (1, ?)
+                 ON CONFLICT (id) DO UPDATE SET value = excluded.value",
+            )?
+            .execute([value])?;
+        Ok(())
+    }
+
+    pub(crate) fn begin(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch("BEGIN")
+    }
+
+    pub(crate) fn commit(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch("COMMIT")
+    }
+
+    /// Rolls back the open transaction, if there is one.
+    pub(crate) fn rollback(&self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self.conn.execute_batch("ROLLBACK")
+        {
+            tracing::error!(error = %e, "rollback failed");
+        }
+    }
+}
+
+/// Reads the state value through any connection to an instance database.
+pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.prepare("SELECT value FROM _burrow_state WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

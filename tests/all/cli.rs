@@ -1,0 +1,242 @@
+//! The `burrow` binary end to end: serve, call over HTTP and in-process,
+//! restart survival, inspect, destroy, exit codes and JSON output.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::programs;
+
+const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
+
+fn write_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.counter]\ncomponent = {:?}\n",
+            programs::COUNTER
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+fn burrow(manifest: &Path, args: &[&str]) -> Output {
+    Command::new(BURROW)
+        .arg("--manifest")
+        .arg(manifest)
+        .args(args)
+        .env("BURROW_LOG", "warn")
+        .output()
+        .expect("run burrow")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    fn start(manifest: &Path) -> Serve {
+        let port = free_port();
+        let child = Command::new(BURROW)
+            .arg("--manifest")
+            .arg(manifest)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("BURROW_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "burrow serve did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Serve { child, url }
+    }
+
+    /// Stops the server with SIGTERM and waits for it.
+    fn stop(mut self) {
+        Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "burrow serve ended with {status}");
+    }
+}
+
+#[test]
+fn serve_call_restart_and_call_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let out = burrow(
+        &manifest,
+        &["call", "counter", "c1", "increment", "[5]", "--url", &url],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), "5");
+    let out = burrow(
+        &manifest,
+        &[
+            "call",
+            "counter",
+            "c1",
+            "increment",
+            "[2]",
+            "--url",
+            &url,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        json!({ "result": 7 })
+    );
+
+    // While the server runs, the data directory is locked...
+    let out = burrow(&manifest, &["call", "counter", "c1", "get", "--local"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another burrow host"),
+        "{out:?}"
+    );
+    // ...but inspect reads it.
+    let out = burrow(&manifest, &["inspect", "counter", "c1"]);
+    let inspection: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(inspection["tables"][0]["rows"], json!([[1, 7]]));
+
+    server.stop();
+    let server = Serve::start(&manifest);
+    let out = burrow(
+        &manifest,
+        &["call", "counter", "c1", "get", "--url", &server.url],
+    );
+    assert_eq!(stdout(&out), "7", "{out:?}");
+    server.stop();
+
+    // In-process, on the same data directory.
+    let out = burrow(
+        &manifest,
+        &["call", "counter", "c1", "increment", "[1]", "--local"],
+    );
+    assert_eq!(stdout(&out), "8", "{out:?}");
+    let out = burrow(&manifest, &["destroy", "counter", "c1", "--local"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = burrow(&manifest, &["inspect", "counter", "c1"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+    let local = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push("--local");
+        burrow(&manifest, &all)
+    };
+
+    let out = local(&["call", "nobody", "k", "get"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown actor `nobody`"),
+        "{out:?}"
+    );
+
+    let out = local(&["call", "counter", "k", "fly"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+
+    let out = local(&["call", "counter", "k", "increment", "[1,"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid JSON in the arguments"),
+        "{out:?}"
+    );
+
+    let out = local(&["call", "counter", "k", "increment", "[1, 2]", "--json"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(error["error"]["code"], json!("invalid-arguments"));
+
+    let out = burrow(
+        &manifest,
+        &["call", "counter", "k", "get", "--url", "http://127.0.0.1:9"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot reach"),
+        "{out:?}"
+    );
+
+    let out = burrow(
+        &dir.path().join("missing.toml"),
+        &["call", "counter", "k", "get", "--local"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing.toml"),
+        "{out:?}"
+    );
+
+    let out = burrow(&manifest, &["call"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn build_runs_the_manifest_build_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"printf built > made.wasm\"\n\
+         [actors.fails]\ncomponent = \"x.wasm\"\nbuild = \"exit 3\"\n",
+    )
+    .unwrap();
+    let out = burrow(&manifest, &["build", "made"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("made.wasm")).unwrap(),
+        "built"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[1/1] built made"),
+        "{out:?}"
+    );
+
+    let out = burrow(&manifest, &["build", "fails"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("build command of `fails` failed"),
+        "{out:?}"
+    );
+
+    let out = burrow(&manifest, &["build", "ghost"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown actor `ghost`"),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,72 @@
+//! Calls to different instances run in parallel; calls to one are serialized.
+
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn different_instances_run_in_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.options.call_timeout = Duration::from_millis(800);
+    let host = start(dir.path(), &[spinner]).await;
+    for key in ["a", "b"] {
+        call(&host, "probe", key, "count", "[]").await;
+    }
+    // Two spins of 0.8 s on two instances end together, not one after the other.
+    let started = Instant::now();
+    let spins: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|key| {
+            let host = host.clone();
+            tokio::spawn(async move { host.call("probe", key, "spin", "[]").await })
+        })
+        .collect();
+    for spin in spins {
+        assert_eq!(spin.await.unwrap().unwrap_err().code(), "timeout");
+    }
+    let both = started.elapsed();
+    assert!(
+        both < Duration::from_millis(1500),
+        "two instances took {both:?}"
+    );
+
+    // Two spins on one instance run one after the other.
+    let started = Instant::now();
+    let spins: Vec<_> = (0..2)
+        .map(|_| {
+            let host = host.clone();
+            tokio::spawn(async move { host.call("probe", "a", "spin", "[]").await })
+        })
+        .collect();
+    for spin in spins {
+        assert_eq!(spin.await.unwrap().unwrap_err().code(), "timeout");
+    }
+    let serial = started.elapsed();
+    assert!(
+        serial >= Duration::from_millis(1600),
+        "one instance took only {serial:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_awake_limit_the_least_recently_used_instance_sleeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.max_awake = 3;
+    let host = burrow::Host::start(config, &[probe()]).await.unwrap();
+    for key in ["a", "b", "c", "d", "e"] {
+        call(&host, "probe", key, "add", "[\"x\"]").await;
+        assert!(host.awake_count() <= 3);
+    }
+    // "a" slept to make room, and wakes with its data.
+    assert_eq!(
+        call(&host, "probe", "a", "count", "[]").await,
+        serde_json::json!(1)
+    );
+    let hooks = call(&host, "probe", "a", "hooks", "[]").await;
+    assert_eq!(
+        hooks,
+        serde_json::json!(["migrate", "create", "wake", "sleep", "migrate", "wake"])
+    );
+}

@@ -1,0 +1,150 @@
+//! Clear errors for bad calls, and limits that hold.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_calls_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+
+    let err = host.call("nobody", "k", "x", "[]").await.unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("unknown-actor", 404));
+    assert!(err.to_string().contains("`nobody`"), "{err}");
+
+    let err = host.call("probe", "k", "fly", "[]").await.unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("unknown-action", 404));
+    assert!(err.to_string().contains("no action `fly`"), "{err}");
+
+    let err = host.call("probe", "k", "echo", "[1]").await.unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("invalid-arguments", 400));
+    assert!(
+        err.to_string().contains("expected 2 arguments, got 1"),
+        "{err}"
+    );
+
+    let err = host.call("probe", "k", "echo", "[1, 2]").await.unwrap_err();
+    assert!(err.to_string().contains("argument 2"), "{err}");
+
+    let err = host
+        .call("probe", "k", "echo", "{\"a\": 1}")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("JSON array"), "{err}");
+
+    let err = host.call("probe", "k", "echo", "[1,").await.unwrap_err();
+    assert!(err.to_string().contains("not valid JSON"), "{err}");
+
+    let err = host.call("probe", "", "echo", "[]").await.unwrap_err();
+    assert_eq!(err.code(), "invalid-address");
+    let err = host
+        .call("probe", &"k".repeat(1025), "echo", "[]")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid-address");
+    let err = host.call("../probe", "k", "echo", "[]").await.unwrap_err();
+    assert_eq!(err.code(), "invalid-address");
+
+    let big = format!("[\"{}\"]", "x".repeat(burrow::config::MAX_ARGS_BYTES));
+    let err = host.call("probe", "k", "add", &big).await.unwrap_err();
+    assert!(err.to_string().contains("limit is"), "{err}");
+
+    assert_eq!(
+        call(&host, "probe", "k", "echo", "[1, \"b\"]").await,
+        json!([1, "b"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strange_keys_are_just_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    for key in ["../../etc", "a/b", "nul\0in", "ключ 🙂", &"k".repeat(1024)] {
+        assert_eq!(
+            call(&host, "counter", key, "increment", "[1]").await,
+            json!(1)
+        );
+        assert_eq!(host.inspect("counter", key).unwrap().key, key);
+    }
+    // Every file stays inside the actor's directory.
+    let files = std::fs::read_dir(dir.path().join("actors/counter"))
+        .unwrap()
+        .count();
+    assert!(files >= 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_past_its_deadline_is_stopped_and_others_keep_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.name = "spinner".into();
+    spinner.options.call_timeout = Duration::from_millis(1500);
+    let host = start(dir.path(), &[spinner, counter()]).await;
+    call(&host, "spinner", "s", "add", "[\"before\"]").await;
+
+    let spinning = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            (
+                host.call("spinner", "s", "spin", "[]").await,
+                started.elapsed(),
+            )
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // While the guest spins, other instances answer promptly.
+    for i in 0..20 {
+        let t = Instant::now();
+        call(&host, "counter", "other", "increment", "[1]").await;
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "call {i} waited {:?}",
+            t.elapsed()
+        );
+    }
+    let (result, took) = spinning.await.unwrap();
+    let err = result.unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("timeout", 503), "{err}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert_eq!(call(&host, "spinner", "s", "count", "[]").await, json!(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_past_the_limit_traps_without_harm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = probe();
+    small.options.memory_limit = 32 << 20;
+    let host = start(dir.path(), &[small]).await;
+    assert_eq!(
+        call(&host, "probe", "m", "allocate", "[4]").await,
+        json!(4 << 20)
+    );
+    let err = host
+        .call("probe", "m", "allocate", "[64]")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "trapped", "{err}");
+    assert_eq!(
+        call(&host, "probe", "m", "allocate", "[1]").await,
+        json!(1 << 20)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_results_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    let n = burrow::config::MAX_RESULT_BYTES + 10;
+    let err = host
+        .call("probe", "r", "big_result", &format!("[{n}]"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("limit"), "{err}");
+}

@@ -1,0 +1,208 @@
+//! The HTTP API end to end, against a server in this process.
+
+use burrow::client::Client;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    async fn start(host: burrow::Host) -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(burrow::http::serve_on(host, listener, async {
+            let _ = stopped.await;
+        }));
+        Server {
+            url,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn raw(method: reqwest::Method, url: &str, body: &'static str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .request(method, url)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_state_inspect_and_destroy_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [counter(), probe()];
+    let server = Server::start(start(dir.path(), &actors).await).await;
+    let client = Client::new(&server.url);
+    assert!(client.healthy().await);
+
+    assert_eq!(
+        client
+            .call("counter", "h", "increment", "[5]")
+            .await
+            .unwrap(),
+        "5"
+    );
+    assert_eq!(
+        client
+            .call("counter", "h", "increment", "[2]")
+            .await
+            .unwrap(),
+        "7"
+    );
+    assert_eq!(
+        client
+            .call("probe", "odd key/../ü", "bump", "[]")
+            .await
+            .unwrap(),
+        "1"
+    );
+    assert_eq!(
+        client.state("probe", "odd key/../ü").await.unwrap(),
+        json!({ "value": 1 })
+    );
+    let inspection = client.inspect("counter", "h").await.unwrap();
+    assert_eq!(inspection["tables"][0]["rows"], json!([[1, 7]]));
+
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        &format!("{}/actors/counter", server.url),
+        "",
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({ "keys": ["h"] })));
+
+    client
+        .create("probe", "made", r#"{"label": "over http"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        client
+            .call("probe", "made", "create_label", "[]")
+            .await
+            .unwrap(),
+        "\"over http\""
+    );
+    let err = client.create("probe", "made", "null").await.unwrap_err();
+    assert_eq!(
+        (err.status, err.code.as_str()),
+        (Some(409), "already-exists")
+    );
+
+    client.destroy("counter", "h").await.unwrap();
+    let err = client.state("counter", "h").await.unwrap_err();
+    assert_eq!(
+        (err.status, err.code.as_str()),
+        (Some(404), "no-such-instance")
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_errors_carry_code_message_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(start(dir.path(), &[counter(), probe()]).await).await;
+    let base = &server.url;
+    let post = |path: &str, body: &'static str| {
+        let url = format!("{base}{path}");
+        async move { raw(reqwest::Method::POST, &url, body).await }
+    };
+
+    let cases: Vec<(&str, &'static str, u16, &str)> = vec![
+        ("/actors/nobody/k/actions/x", "[]", 404, "unknown-actor"),
+        ("/actors/counter/k/actions/fly", "[]", 404, "unknown-action"),
+        (
+            "/actors/counter/k/actions/increment",
+            "[1",
+            400,
+            "invalid-arguments",
+        ),
+        (
+            "/actors/counter/k/actions/increment",
+            "{\"amount\": 1}",
+            400,
+            "invalid-arguments",
+        ),
+        (
+            "/actors/counter/k/actions/increment",
+            "[1, 2]",
+            400,
+            "invalid-arguments",
+        ),
+        (
+            "/actors/counter/k/actions/increment",
+            "[\"one\"]",
+            400,
+            "invalid-arguments",
+        ),
+        (
+            "/actors/Counter/k/actions/increment",
+            "[1]",
+            400,
+            "invalid-address",
+        ),
+        (
+            "/actors/probe/k/actions/add_then_fail",
+            "[\"x\"]",
+            422,
+            "action-failed",
+        ),
+        (
+            "/actors/probe/k/actions/add_then_trap",
+            "[\"x\"]",
+            500,
+            "trapped",
+        ),
+        ("/nowhere", "", 404, "no-route"),
+    ];
+    for (path, body, status, code) in cases {
+        let (got_status, got) = post(path, body).await;
+        assert_eq!(got_status, status, "{path} {body}: {got}");
+        assert_eq!(got["error"]["code"], json!(code), "{path} {body}: {got}");
+        assert!(
+            got["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{got}"
+        );
+    }
+
+    let huge: &'static str = Box::leak(format!("[\"{}\"]", "x".repeat(2 << 20)).into_boxed_str());
+    let (status, got) = post("/actors/probe/k/actions/add", huge).await;
+    assert_eq!(status, 413, "{got}");
+    assert_eq!(got["error"]["code"], json!("body-too-large"));
+
+    let long_key = format!("/actors/counter/{}/actions/get", "k".repeat(1100));
+    let (status, got) = raw(reqwest::Method::POST, &format!("{base}{long_key}"), "[]").await;
+    assert_eq!(
+        (status, got["error"]["code"].clone()),
+        (400, json!("invalid-address")),
+        "{got}"
+    );
+
+    // An empty body means no arguments.
+    assert_eq!(
+        post("/actors/counter/k/actions/get", "").await,
+        (200, json!(0))
+    );
+    server.stop().await;
+}

@@ -1,0 +1,138 @@
+//! Create, wake, sleep and destroy.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_call_creates_and_every_start_wakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [probe()];
+    let host = start(dir.path(), &actors).await;
+    assert_eq!(
+        call(&host, "probe", "p", "hooks", "[]").await,
+        json!(["migrate", "create", "wake"])
+    );
+    assert_eq!(host.keys("probe").unwrap(), vec!["p".to_string()]);
+
+    let host = restart(host, &actors).await;
+    // The sleep hook ran at shutdown; the restart ran migrate and wake.
+    assert_eq!(
+        call(&host, "probe", "p", "hooks", "[]").await,
+        json!(["migrate", "create", "wake", "sleep", "migrate", "wake"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_instance_sleeps_and_the_next_call_wakes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[sleepy_probe(Duration::from_millis(100))]).await;
+    assert_eq!(call(&host, "probe", "p", "add", "[\"x\"]").await, json!(1));
+    assert_eq!(host.awake_count(), 1);
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while host.awake_count() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the instance never went to sleep"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(call(&host, "probe", "p", "count", "[]").await, json!(1));
+    assert_eq!(host.awake_count(), 1);
+    assert_eq!(
+        call(&host, "probe", "p", "hooks", "[]").await,
+        json!(["migrate", "create", "wake", "sleep", "migrate", "wake"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_create_passes_its_input_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    host.create("probe", "c", r#"{"label": "first"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        call(&host, "probe", "c", "create_label", "[]").await,
+        json!("first")
+    );
+    let err = host
+        .create("probe", "c", r#"{"label": "again"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "already-exists", "{err}");
+    assert_eq!(
+        call(&host, "probe", "c", "create_label", "[]").await,
+        json!("first")
+    );
+
+    let err = host.create("probe", "d", "{not json").await.unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments", "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_create_hook_leaves_no_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    let err = host
+        .create("probe", "f", r#"{"fail": true}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "action-failed", "{err}");
+    assert!(err.to_string().contains("hook create"), "{err}");
+    assert!(!burrow::instance_path(host.data_dir(), "probe", "f").exists());
+    assert_eq!(
+        host.inspect("probe", "f").unwrap_err().code(),
+        "no-such-instance"
+    );
+    host.create("probe", "f", r#"{"label": "second try"}"#)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_first_call_leaves_no_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    let err = host
+        .call("probe", "typo", "no_such_action", "[]")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "unknown-action");
+    assert!(!burrow::instance_path(host.data_dir(), "probe", "typo").exists());
+    assert!(host.keys("probe").unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn destroy_deletes_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [counter()];
+    let host = start(dir.path(), &actors).await;
+    assert_eq!(
+        call(&host, "counter", "gone", "increment", "[4]").await,
+        json!(4)
+    );
+    host.destroy("counter", "gone").await.unwrap();
+    assert!(!burrow::instance_path(host.data_dir(), "counter", "gone").exists());
+    assert_eq!(
+        host.inspect("counter", "gone").unwrap_err().code(),
+        "no-such-instance"
+    );
+    let err = host.destroy("counter", "gone").await.unwrap_err();
+    assert_eq!(err.code(), "no-such-instance");
+
+    // Destroying an asleep instance works too, and a new one starts at zero.
+    assert_eq!(
+        call(&host, "counter", "gone", "increment", "[1]").await,
+        json!(1)
+    );
+    let host = restart(host, &actors).await;
+    host.destroy("counter", "gone").await.unwrap();
+    assert_eq!(
+        call(&host, "counter", "gone", "increment", "[1]").await,
+        json!(1)
+    );
+}

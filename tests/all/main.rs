@@ -1,0 +1,16 @@
+//! Burrow's integration tests: one binary, a module per area.
+//!
+//! Guest test programs are built into components by the
+//! `burrow-test-artifacts` crate; each is used by a test here.
+
+mod support;
+
+mod cli;
+mod concurrency;
+mod counter;
+mod errors;
+mod http;
+mod lifecycle;
+mod loading;
+mod sandbox;
+mod transactions;
