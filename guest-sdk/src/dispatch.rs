@@ -113,3 +113,53 @@ pub fn __create<T: DeserializeOwned>(
     })?;
     f(input).map_err(Into::into)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    fn add(a: i64, b: i64) -> Result<i64> {
+        Ok(a + b)
+    }
+
+    fn refuse() -> Result<()> {
+        Err(Error::new("no", "never"))
+    }
+
+    fn call<Args>(f: impl Action<Args>, args: &str) -> std::result::Result<String, ActionError> {
+        f.invoke(__parse_args(args)?)
+    }
+
+    fn invalid(result: std::result::Result<String, ActionError>) -> String {
+        match result {
+            Err(ActionError::InvalidArguments(m)) => m,
+            other => panic!("expected invalid arguments, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_are_decoded_and_results_encoded() {
+        assert_eq!(call(add, "[2, 3]").unwrap(), "5");
+        assert_eq!(call(|s: String| Ok(s.len()), "[\"four\"]").unwrap(), "4");
+    }
+
+    #[test]
+    fn bad_arguments_say_what_is_wrong() {
+        assert_eq!(invalid(call(add, "[1]")), "expected 2 arguments, got 1");
+        assert_eq!(invalid(call(refuse, "[1]")), "expected 0 arguments, got 1");
+        assert!(invalid(call(add, "[1, \"x\"]")).starts_with("argument 2:"));
+        assert!(invalid(call(add, "{}")).contains("JSON array"));
+        assert!(invalid(call(add, "[1,")).contains("not valid JSON"));
+    }
+
+    #[test]
+    fn errors_keep_their_code_and_message() {
+        match call(refuse, "[]") {
+            Err(ActionError::Failed(Failure { code, message })) => {
+                assert_eq!((code.as_str(), message.as_str()), ("no", "never"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

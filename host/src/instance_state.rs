@@ -169,3 +169,28 @@ impl tokio::io::AsyncWrite for LineWriter {
         self.poll_flush(cx)
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::config::Synchronous;
+
+    /// A store state over a fresh database, as during an action.
+    pub(crate) fn instance() -> (InstanceState, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let deadline = Deadline::default();
+        let db = InstanceDb::open(
+            &dir.path().join("i.sqlite"),
+            Synchronous::Normal,
+            deadline.clone(),
+        )
+        .unwrap();
+        let name = InstanceName {
+            actor: "actor".into(),
+            key: "key".into(),
+        };
+        let mut state = InstanceState::new(name, db, deadline, StoreLimits::default());
+        state.mode = Mode::Action;
+        (state, dir)
+    }
+}

@@ -209,3 +209,106 @@ fn execute(
         last_insert_rowid: conn.last_insert_rowid(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::instance_state::testing::instance;
+
+    fn ok(result: wasmtime::Result<Result<QueryResult, DbError>>) -> QueryResult {
+        result.expect("no trap").expect("no error")
+    }
+
+    fn err(result: wasmtime::Result<Result<QueryResult, DbError>>) -> DbError {
+        result.expect("no trap").expect_err("an error")
+    }
+
+    #[test]
+    fn every_value_type_round_trips() {
+        let (mut state, _dir) = instance();
+        let params = vec![
+            Value::Null,
+            Value::Integer(i64::MIN),
+            Value::Real(2.5),
+            Value::Text("ü ✓".into()),
+            Value::Blob(vec![0, 255]),
+        ];
+        let result = ok(state.execute("SELECT ?, ?, ?, ? AS t, ?".into(), params));
+        assert_eq!(result.columns[3], "t");
+        let row = &result.rows[0];
+        assert!(matches!(row[0], Value::Null));
+        assert!(matches!(row[1], Value::Integer(i64::MIN)));
+        assert!(matches!(row[2], Value::Real(r) if r == 2.5));
+        assert!(matches!(&row[3], Value::Text(t) if t == "ü ✓"));
+        assert!(matches!(&row[4], Value::Blob(b) if b == &[0, 255]));
+    }
+
+    #[test]
+    fn changes_and_rowids_are_reported() {
+        let (mut state, _dir) = instance();
+        state
+            .execute_batch("CREATE TABLE t (x)".into())
+            .unwrap()
+            .unwrap();
+        let result = ok(state.execute("INSERT INTO t VALUES (1), (2)".into(), vec![]));
+        assert_eq!((result.changes, result.last_insert_rowid), (2, 2));
+        assert!(result.rows.is_empty());
+    }
+
+    #[test]
+    fn mistakes_in_a_call_are_errors_the_guest_can_match() {
+        let (mut state, _dir) = instance();
+        let e = err(state.execute("SELECT ?".into(), vec![]));
+        assert!(
+            matches!(e, DbError::InvalidParameters(m) if m.contains("takes 1 parameter, 0 given"))
+        );
+        let e = err(state.execute("SELECT 1; SELECT 2".into(), vec![]));
+        assert!(matches!(e, DbError::InvalidSql(m) if m.contains("execute-batch")));
+        let e = err(state.execute("SELEC 1".into(), vec![]));
+        assert!(matches!(e, DbError::InvalidSql(_)), "{e:?}");
+        let e = err(state.execute("SELECT * FROM missing".into(), vec![]));
+        assert!(matches!(e, DbError::InvalidSql(m) if m.contains("no such table")));
+    }
+
+    #[test]
+    fn limits_name_themselves() {
+        let (mut state, _dir) = instance();
+        let long = format!("SELECT '{}'", "x".repeat(MAX_SQL_BYTES));
+        let e = err(state.execute(long, vec![]));
+        assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("SQL text")));
+        let e = err(state.execute("SELECT 1".into(), vec![Value::Null; MAX_SQL_PARAMS + 1]));
+        assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("parameters")));
+        let rows = format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT {}) SELECT i FROM n",
+            MAX_QUERY_ROWS + 1
+        );
+        let e = err(state.execute(rows, vec![]));
+        assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("rows")));
+        let bytes = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 40)
+                     SELECT zeroblob(1048576) FROM n";
+        let e = err(state.execute(bytes.into(), vec![]));
+        assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("bytes")));
+    }
+
+    #[test]
+    fn a_query_past_the_deadline_traps() {
+        let (mut state, _dir) = instance();
+        state.deadline.start(Duration::from_millis(50));
+        let forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
+        let trap = state.execute(forever.into(), vec![]).expect_err("a trap");
+        assert!(
+            trap.downcast_ref::<DeadlineExceeded>().is_some(),
+            "{trap:?}"
+        );
+    }
+
+    #[test]
+    fn outside_a_call_the_database_is_refused() {
+        let (mut state, _dir) = instance();
+        state.mode = crate::instance_state::Mode::Idle;
+        let e = err(state.execute("SELECT 1".into(), vec![]));
+        assert!(matches!(e, DbError::NotAllowed(m) if m.contains("db.execute")));
+    }
+}

@@ -24,3 +24,39 @@ impl Host for InstanceState {
         Ok(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance_state::testing::instance;
+
+    #[test]
+    fn the_state_is_written_and_read_back() {
+        let (mut state, _dir) = instance();
+        assert_eq!(state.get().unwrap(), None);
+        state.set(b"{\"n\":1}".to_vec()).unwrap().unwrap();
+        state.set(b"{\"n\":2}".to_vec()).unwrap().unwrap();
+        assert_eq!(state.get().unwrap().as_deref(), Some(&b"{\"n\":2}"[..]));
+    }
+
+    #[test]
+    fn a_state_past_the_limit_is_refused() {
+        let (mut state, _dir) = instance();
+        let e = state
+            .set(vec![0; MAX_STATE_BYTES + 1])
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(e, StateError::TooLarge(limit) if limit == MAX_STATE_BYTES as u64));
+        assert_eq!(state.get().unwrap(), None);
+    }
+
+    #[test]
+    fn outside_a_call_the_state_is_refused() {
+        let (mut state, _dir) = instance();
+        state.mode = crate::instance_state::Mode::Idle;
+        assert!(
+            matches!(state.set(vec![1]).unwrap(), Err(StateError::NotAllowed(m)) if m.contains("state.set"))
+        );
+        assert!(state.get().is_err());
+    }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Sets up Burrow, builds the example actors, starts the host on its embedded
+# default (SQLite files under ./.burrow), calls the counter in Rust and in
+# Python, restarts the host and shows that the counts survived.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+echo "==> building burrow"
+cargo build -p burrow-host
+burrow=target/debug/burrow
+echo "==> building the actors"
+"$burrow" build
+
+url=http://127.0.0.1:7878
+serve() {
+    "$burrow" serve &
+    server=$!
+    for _ in $(seq 1 100); do
+        curl -fsS "$url/healthz" >/dev/null 2>&1 && return
+        sleep 0.1
+    done
+    echo "burrow serve did not start" >&2
+    exit 1
+}
+stop() {
+    kill "$server"
+    wait "$server"
+}
+trap 'kill "$server" 2>/dev/null || true' EXIT
+
+serve
+for actor in counter counter-py; do
+    echo "==> $actor: increment(5), increment(2), get()"
+    "$burrow" call "$actor" quickstart increment '[5]'
+    curl -fsS -X POST "$url/actors/$actor/quickstart/actions/increment" -d '[2]'; echo
+    "$burrow" call "$actor" quickstart get
+done
+echo "==> restarting the host"
+stop
+serve
+for actor in counter counter-py; do
+    echo "==> $actor after the restart: get()"
+    "$burrow" call "$actor" quickstart get
+done
+stop
+echo "==> done; the data lives in ./.burrow (remove it to start over)"
