@@ -7,9 +7,10 @@
 //! a passed deadline rolls everything back. The caller hears back only
 //! after the commit.
 //!
-//! The first operation on a new instance joins the creation's transaction
-//! (`migrate`, `create`, `wake` and the operation commit together), so a
-//! failed first call leaves no half-created instance behind.
+//! The first operation after a start joins the start's transaction
+//! (`migrate`, `create` for a new instance, `wake`, and the operation commit
+//! together): a failed first call leaves no half-created instance behind,
+//! and a wake costs one commit, not two.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -43,6 +44,15 @@ impl Drop for AwakeToken {
     }
 }
 
+/// How a cell's start transaction began.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// A new instance, created at this time (ms since the Unix epoch).
+    Created(i64),
+    /// An existing instance woke.
+    Woken,
+}
+
 /// Where a cell's instance comes from.
 pub(crate) enum Origin<'a> {
     /// Wake an existing instance, or create it with this JSON input.
@@ -62,8 +72,8 @@ pub(crate) struct Cell {
     in_call: bool,
     /// The wasm instance is unusable (it trapped or was cancelled).
     broken: bool,
-    /// The creation transaction is still open, waiting for the first operation.
-    creating: Option<i64>,
+    /// The start's transaction is still open, waiting for the first operation.
+    starting: Option<Start>,
     /// The creation committed; the host has yet to index it.
     created: Option<i64>,
     _awake: AwakeToken,
@@ -132,16 +142,17 @@ impl Cell {
             call_timeout: def.options.call_timeout,
             in_call: false,
             broken: false,
-            creating: None,
+            starting: None,
             created: None,
             _awake: awake,
         };
-        match (origin, created_at) {
+        cell.db().begin().map_err(storage)?;
+        let started = match (origin, created_at) {
             (Origin::CreateIfMissing(input) | Origin::MustBeNew(input), None) => {
-                cell.db().begin().map_err(storage)?;
                 let now = now_ms();
-                cell.creating = Some(now);
+                cell.starting = Some(Start::Created(now));
                 let hooks = async {
+                    cell.db().create_schema().map_err(storage)?;
                     cell.hook("migrate").await?;
                     cell.create_hook(input).await?;
                     cell.hook("wake").await?;
@@ -149,22 +160,24 @@ impl Cell {
                         .record_creation(&name.actor, &name.key, now)
                         .map_err(storage)
                 };
-                if let Err(e) = hooks.await {
-                    cell.db().rollback();
-                    return Err(e);
-                }
+                hooks.await
             }
             _ => {
-                cell.db().begin().map_err(storage)?;
+                cell.starting = Some(Start::Woken);
                 let hooks = async {
                     cell.hook("migrate").await?;
                     cell.hook("wake").await
                 };
-                let result = hooks.await;
-                cell.finish(result)?;
+                hooks.await
+            }
+        };
+        match started {
+            Ok(()) => Ok(cell),
+            Err(e) => {
+                cell.db().rollback();
+                Err(e)
             }
         }
-        Ok(cell)
     }
 
     fn db(&self) -> &InstanceDb {
@@ -190,7 +203,7 @@ impl Cell {
 
     /// Whether the creation of this instance was rolled back.
     pub(crate) fn creation_failed(&self) -> bool {
-        self.creating.is_some() && self.broken
+        self.broken && matches!(self.starting, Some(Start::Created(_)))
     }
 
     /// The creation time, once, after the creation committed.
@@ -243,7 +256,7 @@ impl Cell {
     }
 
     fn begin(&mut self) -> Result<(), Error> {
-        if self.creating.is_some() {
+        if self.starting.is_some() {
             return Ok(());
         }
         self.db().begin().map_err(|e| self.storage_error(e))
@@ -253,21 +266,23 @@ impl Cell {
         match result {
             Ok(value) => match self.db().commit() {
                 Ok(()) => {
-                    self.created = self.creating.take();
+                    if let Some(Start::Created(at)) = self.starting.take() {
+                        self.created = Some(at);
+                    }
                     Ok(value)
                 }
                 Err(e) => {
                     let error = self.storage_error(e);
                     self.db().rollback();
-                    self.broken |= self.creating.is_some();
+                    self.broken |= self.starting.is_some();
                     Err(error)
                 }
             },
             Err(e) => {
                 self.db().rollback();
-                // A creation rolled back leaves a guest that ran `create` for
+                // A start rolled back leaves a guest whose hooks ran for
                 // nothing: replace it.
-                self.broken |= self.creating.is_some();
+                self.broken |= self.starting.is_some();
                 Err(e)
             }
         }

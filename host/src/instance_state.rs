@@ -185,6 +185,7 @@ pub(crate) mod testing {
             deadline.clone(),
         )
         .unwrap();
+        db.create_schema().unwrap();
         let name = InstanceName {
             actor: "actor".into(),
             key: "key".into(),

@@ -57,7 +57,6 @@ impl InstanceDb {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", synchronous.pragma())?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.execute_batch(SCHEMA)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.progress_handler(PROGRESS_STEPS, Some(move || deadline.passed()))?;
         let sandbox = Sandbox::default();
@@ -67,10 +66,23 @@ impl InstanceDb {
 
     /// The recorded creation, or `None` for a database that was never created.
     pub(crate) fn created_at(&self) -> rusqlite::Result<Option<i64>> {
+        let has_schema: bool = self.conn.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = '_burrow_instance'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_schema {
+            return Ok(None);
+        }
         self.conn
             .prepare("SELECT created_at FROM _burrow_instance WHERE id = 1")?
             .query_row([], |r| r.get(0))
             .optional()
+    }
+
+    /// Creates the internal tables, inside the creation's transaction.
+    pub(crate) fn create_schema(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch(SCHEMA)
     }
 
     pub(crate) fn record_creation(
