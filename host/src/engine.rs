@@ -25,13 +25,14 @@ fn pooling(max_awake: usize) -> PoolingAllocationConfig {
     let n = u32::try_from(max_awake.max(1)).unwrap_or(u32::MAX);
     let mut pool = PoolingAllocationConfig::new();
     // A component made by a language toolchain holds several core instances,
-    // memories and tables (an adapter, a runtime, the program).
+    // memories and tables (an adapter, a runtime, the program): a Rust actor
+    // about 4 core instances, a componentize-py actor about 67.
     pool.total_component_instances(n)
-        .total_core_instances(n.saturating_mul(8))
+        .total_core_instances(n.saturating_mul(16))
         .total_memories(n.saturating_mul(4))
         .total_tables(n.saturating_mul(4))
         .total_stacks(n)
-        .max_core_instances_per_component(64)
+        .max_core_instances_per_component(128)
         .max_memories_per_component(8)
         .max_tables_per_component(8)
         .table_elements(50_000)
