@@ -16,11 +16,14 @@ url=http://127.0.0.1:7878
 serve() {
     "$burrow" serve &
     server=$!
-    for _ in $(seq 1 100); do
+    # The first start compiles the components (the Python one takes a while);
+    # later starts load them from the compile cache.
+    for _ in $(seq 1 1200); do
         curl -fsS "$url/healthz" >/dev/null 2>&1 && return
+        kill -0 "$server" 2>/dev/null || { echo "burrow serve exited" >&2; exit 1; }
         sleep 0.1
     done
-    echo "burrow serve did not start" >&2
+    echo "burrow serve did not start within 120 s" >&2
     exit 1
 }
 stop() {

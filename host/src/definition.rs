@@ -2,6 +2,7 @@
 //! pre-instantiated once, ready to start any number of instances.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -26,7 +27,7 @@ pub struct LoadError {
 
 /// One actor: its options and its pre-instantiated component.
 pub(crate) struct ActorDefinition {
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     pub(crate) options: ActorOptions,
     pub(crate) pre: ActorPre<InstanceState>,
 }
@@ -76,7 +77,7 @@ pub(crate) fn load(
         ))
     })?;
     Ok(ActorDefinition {
-        name: spec.name.clone(),
+        name: spec.name.as_str().into(),
         options: spec.options.clone(),
         pre,
     })

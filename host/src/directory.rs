@@ -31,6 +31,7 @@ pub(crate) enum SlotState {
 }
 
 pub(crate) struct Slot {
+    pub(crate) address: Address,
     pub(crate) state: AsyncMutex<SlotState>,
     last_used_ms: AtomicU64,
     waiting: AtomicUsize,
@@ -61,7 +62,8 @@ impl Slot {
 pub(crate) struct QueuePlace<'a>(&'a Slot);
 
 impl<'a> QueuePlace<'a> {
-    pub(crate) fn enter(slot: &'a Slot, address: &Address) -> Result<QueuePlace<'a>, Error> {
+    pub(crate) fn enter(slot: &'a Slot) -> Result<QueuePlace<'a>, Error> {
+        let address = &slot.address;
         let before = slot.waiting.fetch_add(1, Ordering::Relaxed);
         let place = QueuePlace(slot);
         if before >= MAX_QUEUED_CALLS_PER_INSTANCE {
@@ -80,66 +82,75 @@ impl Drop for QueuePlace<'_> {
     }
 }
 
+/// Slots by actor, then by key: a call looks its slot up by `&str`
+/// without allocating.
 #[derive(Default)]
 pub(crate) struct Directory {
-    slots: Mutex<HashMap<Address, Arc<Slot>>>,
+    slots: Mutex<HashMap<Arc<str>, HashMap<Arc<str>, Arc<Slot>>>>,
 }
 
 impl Directory {
-    /// The slot of `address`, made if missing.
-    pub(crate) fn slot(&self, address: &Address, sleep_timeout: Duration) -> Arc<Slot> {
+    /// The slot of (`actor`, `key`), made if missing.
+    pub(crate) fn slot(&self, actor: &Arc<str>, key: &str, sleep_timeout: Duration) -> Arc<Slot> {
         let mut slots = self.slots.lock().unwrap();
+        let keys = match slots.get_mut(&**actor) {
+            Some(keys) => keys,
+            None => slots.entry(actor.clone()).or_default(),
+        };
+        if let Some(slot) = keys.get(key) {
+            return slot.clone();
+        }
+        let address = Address {
+            actor: actor.clone(),
+            key: key.into(),
+        };
+        let slot = Arc::new(Slot {
+            address: address.clone(),
+            state: AsyncMutex::new(SlotState::Asleep),
+            last_used_ms: AtomicU64::new(clock_ms()),
+            waiting: AtomicUsize::new(0),
+            sleep_timeout,
+        });
+        keys.insert(address.key, slot.clone());
+        slot
+    }
+
+    fn collect(&self, keep: impl Fn(&Slot) -> bool) -> Vec<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap();
         slots
-            .entry(address.clone())
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    state: AsyncMutex::new(SlotState::Asleep),
-                    last_used_ms: AtomicU64::new(clock_ms()),
-                    waiting: AtomicUsize::new(0),
-                    sleep_timeout,
-                })
-            })
-            .clone()
+            .values()
+            .flat_map(HashMap::values)
+            .filter(|s| keep(s))
+            .cloned()
+            .collect()
     }
 
     /// A snapshot of every slot.
-    pub(crate) fn all(&self) -> Vec<(Address, Arc<Slot>)> {
-        let slots = self.slots.lock().unwrap();
-        slots.iter().map(|(a, s)| (a.clone(), s.clone())).collect()
+    pub(crate) fn all(&self) -> Vec<Arc<Slot>> {
+        self.collect(|_| true)
     }
 
-    /// Removes `slot` from the map if it is still the slot of `address`.
+    /// Removes `slot` from the map if it is still the slot of its address.
     /// The caller holds the slot's lock and has set it `Retired`.
-    pub(crate) fn remove(&self, address: &Address, slot: &Arc<Slot>) {
+    pub(crate) fn remove(&self, slot: &Arc<Slot>) {
         let mut slots = self.slots.lock().unwrap();
-        if slots.get(address).is_some_and(|s| Arc::ptr_eq(s, slot)) {
-            slots.remove(address);
+        let Address { actor, key } = &slot.address;
+        if let Some(keys) = slots.get_mut(&**actor)
+            && keys.get(&**key).is_some_and(|s| Arc::ptr_eq(s, slot))
+        {
+            keys.remove(&**key);
         }
     }
 
     /// Slots whose idle time has passed their sleep timeout.
-    pub(crate) fn idle(&self) -> Vec<(Address, Arc<Slot>)> {
-        let slots = self.slots.lock().unwrap();
-        slots
-            .iter()
-            .filter(|(_, s)| {
-                s.idle_for() >= s.sleep_timeout && s.waiting.load(Ordering::Relaxed) == 0
-            })
-            .map(|(a, s)| (a.clone(), s.clone()))
-            .collect()
+    pub(crate) fn idle(&self) -> Vec<Arc<Slot>> {
+        self.collect(|s| s.idle_for() >= s.sleep_timeout && s.waiting.load(Ordering::Relaxed) == 0)
     }
 
-    /// Awake, unlocked slots other than `except`, least recently used first.
-    pub(crate) fn eviction_candidates(&self, except: &Address) -> Vec<(Address, Arc<Slot>)> {
-        let mut candidates: Vec<_> = {
-            let slots = self.slots.lock().unwrap();
-            slots
-                .iter()
-                .filter(|(a, _)| *a != except)
-                .map(|(a, s)| (a.clone(), s.clone()))
-                .collect()
-        };
-        candidates.sort_by_key(|(_, s)| s.last_used());
+    /// Slots other than `except`, least recently used first.
+    pub(crate) fn eviction_candidates(&self, except: &Address) -> Vec<Arc<Slot>> {
+        let mut candidates = self.collect(|s| s.address != *except);
+        candidates.sort_by_key(|s| s.last_used());
         candidates
     }
 }

@@ -65,7 +65,7 @@ impl Host {
             })
             .await??;
             data.prepare_actor(&def.name)?;
-            definitions.insert(def.name.clone(), Arc::new(def));
+            definitions.insert(def.name.to_string(), Arc::new(def));
         }
         let index = Index::open(&data.root().join("host.sqlite"))
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
@@ -145,15 +145,19 @@ impl Host {
 
     /// Runs the instance's destroy hook and deletes its data.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), Error> {
-        let (def, address) = self.resolve(actor, key)?;
+        let def = self.resolve(actor, key)?;
         if !self.inner.data.instance_exists(actor, key) {
-            return Err(no_such_instance(&address));
+            return Err(Error::NoSuchInstance {
+                actor: actor.into(),
+                key: key.into(),
+            });
         }
         loop {
             let slot = self
                 .inner
                 .directory
-                .slot(&address, def.options.sleep_timeout);
+                .slot(&def.name, key, def.options.sleep_timeout);
+            let address = &slot.address;
             let mut state = slot.state.lock().await;
             if matches!(*state, SlotState::Retired) {
                 continue;
@@ -164,7 +168,7 @@ impl Host {
             };
             let cell = match cell {
                 Some(cell) => Some(cell),
-                None => match self.start_cell(&def, &address, Origin::MustExist).await {
+                None => match self.start_cell(&def, address, Origin::MustExist).await {
                     Ok(cell) => Some(Box::new(cell)),
                     Err(Error::NoSuchInstance { .. }) => None,
                     Err(e) => {
@@ -176,7 +180,7 @@ impl Host {
             if let Some(cell) = cell {
                 cell.destroy().await;
             }
-            self.inner.directory.remove(&address, &slot);
+            self.inner.directory.remove(&slot);
             self.inner
                 .data
                 .remove_instance(actor, key)
@@ -214,16 +218,16 @@ impl Host {
     /// refuses new calls. In-flight calls finish first.
     pub async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::Relaxed);
-        for (address, slot) in self.inner.directory.all() {
+        for slot in self.inner.directory.all() {
             let mut state = slot.state.lock().await;
             if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
                 cell.sleep().await;
             }
-            self.inner.directory.remove(&address, &slot);
+            self.inner.directory.remove(&slot);
         }
     }
 
-    fn resolve(&self, actor: &str, key: &str) -> Result<(Arc<ActorDefinition>, Address), Error> {
+    fn resolve(&self, actor: &str, key: &str) -> Result<Arc<ActorDefinition>, Error> {
         if self.inner.shutting_down.load(Ordering::Relaxed) {
             return Err(Error::ShuttingDown);
         }
@@ -235,11 +239,7 @@ impl Host {
             .get(actor)
             .ok_or_else(|| Error::UnknownActor(actor.into()))?
             .clone();
-        let address = Address {
-            actor: def.name.as_str().into(),
-            key: key.into(),
-        };
-        Ok((def, address))
+        Ok(def)
     }
 
     async fn start_cell(
@@ -284,13 +284,14 @@ impl Host {
         origin: Origin<'_>,
         op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let (def, address) = self.resolve(actor, key)?;
+        let def = self.resolve(actor, key)?;
         loop {
             let slot = self
                 .inner
                 .directory
-                .slot(&address, def.options.sleep_timeout);
-            let _place = QueuePlace::enter(&slot, &address)?;
+                .slot(&def.name, key, def.options.sleep_timeout);
+            let address = &slot.address;
+            let _place = QueuePlace::enter(&slot)?;
             let mut state = slot.state.lock().await;
             match &*state {
                 SlotState::Retired => continue,
@@ -298,13 +299,13 @@ impl Host {
                 _ => {}
             }
             if let SlotState::Asleep = *state {
-                self.make_room(&address).await?;
+                self.make_room(address).await?;
                 let origin = match &origin {
                     Origin::CreateIfMissing(i) => Origin::CreateIfMissing(i),
                     Origin::MustExist => Origin::MustExist,
                     Origin::MustBeNew(i) => Origin::MustBeNew(i),
                 };
-                let cell = self.start_cell(&def, &address, origin).await?;
+                let cell = self.start_cell(&def, address, origin).await?;
                 *state = SlotState::Awake(Box::new(cell));
             } else if let Origin::MustBeNew(_) = origin {
                 return Err(Error::AlreadyExists {
@@ -340,7 +341,7 @@ impl Host {
         if self.awake_count() < max {
             return Ok(());
         }
-        for (_, slot) in self.inner.directory.eviction_candidates(except) {
+        for slot in self.inner.directory.eviction_candidates(except) {
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
@@ -361,13 +362,6 @@ impl Host {
     }
 }
 
-fn no_such_instance(address: &Address) -> Error {
-    Error::NoSuchInstance {
-        actor: address.actor.to_string(),
-        key: address.key.to_string(),
-    }
-}
-
 /// Puts idle instances to sleep and forgets idle asleep slots.
 async fn reap_idle(inner: Weak<Inner>) {
     loop {
@@ -380,7 +374,8 @@ async fn reap_idle(inner: Weak<Inner>) {
         if inner.shutting_down.load(Ordering::Relaxed) {
             return;
         }
-        for (address, slot) in inner.directory.idle() {
+        for slot in inner.directory.idle() {
+            let address = &slot.address;
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
@@ -391,7 +386,7 @@ async fn reap_idle(inner: Weak<Inner>) {
                 tracing::debug!(actor = %address.actor, key = %address.key, "instance goes to sleep");
                 cell.sleep().await;
             }
-            inner.directory.remove(&address, &slot);
+            inner.directory.remove(&slot);
         }
     }
 }

@@ -26,6 +26,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::config::MAX_ARGS_BYTES;
@@ -126,6 +127,10 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     tracing::info!(address = %listener.local_addr()?, "burrow is serving");
+    // Small answers go out at once instead of waiting for an ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(host.clone()))
         .with_graceful_shutdown(shutdown)
         .await?;

@@ -41,6 +41,9 @@ pub struct BenchArgs {
     /// Where the benchmark's data goes (default: a fresh temporary directory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Allocate instances on demand instead of from the pooling allocator.
+    #[arg(long)]
+    pub on_demand: bool,
 }
 
 /// Latency figures of a run of sequential operations.
@@ -109,9 +112,10 @@ fn counter_spec(manifest: &Path) -> Result<ActorSpec> {
     }
 }
 
-fn config(dir: &Path) -> HostConfig {
+fn config(dir: &Path, args: &BenchArgs) -> HostConfig {
     HostConfig {
         data_dir: dir.to_path_buf(),
+        pooling: !args.on_demand,
         ..HostConfig::default()
     }
 }
@@ -128,7 +132,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     let mut report = serde_json::Map::new();
 
     // W1, in-process.
-    let host = Host::start(config(&dir("w1")), std::slice::from_ref(&spec)).await?;
+    let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
     host.call("counter", "w1", "increment", "[1]").await?;
     let w1 = timed(args.ops, async |_| {
         Ok(host
@@ -168,7 +172,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     drop(host);
 
     // W2: 64 instances, one task each, so 64 calls are in flight.
-    let host = Host::start(config(&dir("w2")), std::slice::from_ref(&spec)).await?;
+    let host = Host::start(config(&dir("w2"), &args), std::slice::from_ref(&spec)).await?;
     let start = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..64 {
@@ -195,7 +199,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
 
     // W3: create, then wake after a restart.
     let w3_dir = dir("w3");
-    let host = Host::start(config(&w3_dir), std::slice::from_ref(&spec)).await?;
+    let host = Host::start(config(&w3_dir, &args), std::slice::from_ref(&spec)).await?;
     let create = timed(args.instances, async |i| {
         Ok(host
             .call("counter", &format!("w3-{i}"), "increment", "[1]")
@@ -205,7 +209,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     .await?;
     host.shutdown().await;
     drop(host);
-    let host = Host::start(config(&w3_dir), std::slice::from_ref(&spec)).await?;
+    let host = Host::start(config(&w3_dir, &args), std::slice::from_ref(&spec)).await?;
     let wake = timed(args.instances, async |i| {
         Ok(host
             .call("counter", &format!("w3-{i}"), "increment", "[1]")

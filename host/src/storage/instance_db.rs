@@ -66,18 +66,28 @@ impl InstanceDb {
 
     /// The recorded creation, or `None` for a database that was never created.
     pub(crate) fn created_at(&self) -> rusqlite::Result<Option<i64>> {
-        let has_schema: bool = self.conn.query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE name = '_burrow_instance'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !has_schema {
-            return Ok(None);
+        let created = self
+            .conn
+            .query_row(
+                "SELECT created_at FROM _burrow_instance WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional();
+        match created {
+            // A database without the internal tables was never created.
+            Err(rusqlite::Error::SqlInputError { ref msg, .. })
+                if msg.starts_with("no such table") =>
+            {
+                Ok(None)
+            }
+            Err(rusqlite::Error::SqliteFailure(_, Some(ref msg)))
+                if msg.starts_with("no such table") =>
+            {
+                Ok(None)
+            }
+            other => other,
         }
-        self.conn
-            .prepare("SELECT created_at FROM _burrow_instance WHERE id = 1")?
-            .query_row([], |r| r.get(0))
-            .optional()
     }
 
     /// Creates the internal tables, inside the creation's transaction.
