@@ -29,6 +29,8 @@ pub const MAX_QUERY_ROWS: usize = 100_000;
 pub const MAX_QUERY_BYTES: usize = 16 << 20;
 /// Longest log line kept from a guest; longer ones are cut.
 pub const MAX_LOG_LINE_BYTES: usize = 4096;
+/// Largest wasm stack of one call into a guest.
+pub const MAX_WASM_STACK: usize = 1 << 20;
 /// Largest component file the host loads.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 /// Default number of instances awake at once; past it the least recently

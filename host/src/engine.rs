@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::config::MAX_WASM_STACK;
+
 /// How often the engine's epoch advances; a call's deadline is checked (and
 /// a long-running guest yields to other tasks) at this pace.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Largest wasm stack of one call.
-pub const MAX_WASM_STACK: usize = 1 << 20;
 
 fn base_config() -> Config {
     let mut config = Config::new();

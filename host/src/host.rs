@@ -180,17 +180,20 @@ impl Host {
             if let Some(cell) = cell {
                 cell.destroy().await;
             }
-            self.inner.directory.remove(&slot);
-            self.inner
+            // Delete while the slot is still in the directory and locked:
+            // a caller waiting for this instance starts a new one only after
+            // the old files are gone.
+            let removed = self
+                .inner
                 .data
                 .remove_instance(actor, key)
-                .and_then(|()| Ok(self.inner.index.remove(actor, key)?))
-                .map_err(|e| Error::Storage {
-                    actor: actor.into(),
-                    key: key.into(),
-                    message: format!("{e:#}"),
-                })?;
-            return Ok(());
+                .and_then(|()| Ok(self.inner.index.remove(actor, key)?));
+            self.inner.directory.remove(&slot);
+            return removed.map_err(|e| Error::Storage {
+                actor: actor.into(),
+                key: key.into(),
+                message: format!("{e:#}"),
+            });
         }
     }
 
@@ -294,6 +297,10 @@ impl Host {
             let _place = QueuePlace::enter(&slot)?;
             let mut state = slot.state.lock().await;
             match &*state {
+                // Retired by shutdown: no new cell may start after it.
+                SlotState::Retired if self.inner.shutting_down.load(Ordering::Relaxed) => {
+                    return Err(Error::ShuttingDown);
+                }
                 SlotState::Retired => continue,
                 SlotState::Awake(cell) if cell.is_broken() => *state = SlotState::Asleep,
                 _ => {}

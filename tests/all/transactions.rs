@@ -110,3 +110,32 @@ async fn concurrent_calls_to_one_instance_lose_no_update() {
         json!(200)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_caller_that_goes_away_mid_call_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    assert_eq!(
+        call(&host, "probe", "p", "add", "[\"kept\"]").await,
+        json!(1)
+    );
+
+    // The caller gives up (as an HTTP client that hangs up) while the guest runs.
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        host.call("probe", "p", "spin", "[]"),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the spin ended by itself: {gave_up:?}");
+
+    // The half-run call is rolled back and the instance replaced.
+    assert_eq!(
+        call(&host, "probe", "p", "add", "[\"after\"]").await,
+        json!(2)
+    );
+    let hooks = call(&host, "probe", "p", "hooks", "[]").await;
+    assert_eq!(
+        hooks,
+        json!(["migrate", "create", "wake", "migrate", "wake"])
+    );
+}

@@ -155,3 +155,46 @@ pub(crate) fn now_ms() -> i64 {
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_is_in_wal_mode_with_the_configured_synchronous() {
+        let dir = tempfile::tempdir().unwrap();
+        for (setting, expected) in [
+            (Synchronous::Off, 0),
+            (Synchronous::Normal, 1),
+            (Synchronous::Full, 2),
+        ] {
+            let path = dir.path().join(format!("{expected}.sqlite"));
+            let db = InstanceDb::open(&path, setting, Deadline::default()).unwrap();
+            let mode: String = db
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap();
+            let sync: i64 = db
+                .conn
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!((mode.as_str(), sync), ("wal", expected));
+        }
+    }
+
+    #[test]
+    fn a_database_without_internal_tables_was_never_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = InstanceDb::open(
+            &dir.path().join("i.sqlite"),
+            Synchronous::Normal,
+            Deadline::default(),
+        )
+        .unwrap();
+        assert_eq!(db.created_at().unwrap(), None);
+        db.create_schema().unwrap();
+        assert_eq!(db.created_at().unwrap(), None);
+        db.record_creation("a", "k", 42).unwrap();
+        assert_eq!(db.created_at().unwrap(), Some(42));
+    }
+}
