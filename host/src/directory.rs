@@ -86,8 +86,10 @@ impl Drop for QueuePlace<'_> {
 /// without allocating.
 #[derive(Default)]
 pub(crate) struct Directory {
-    slots: Mutex<HashMap<Arc<str>, HashMap<Arc<str>, Arc<Slot>>>>,
+    slots: Mutex<HashMap<Arc<str>, SlotsByKey>>,
 }
+
+type SlotsByKey = HashMap<Arc<str>, Arc<Slot>>;
 
 impl Directory {
     /// The slot of (`actor`, `key`), made if missing.
