@@ -229,30 +229,22 @@ impl Cell {
         if self.is_broken() {
             return;
         }
-        let result = match self.begin() {
-            Ok(()) => {
-                let result = self.hook("sleep").await;
-                self.finish(result)
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = result {
+        if let Err(e) = self.hook_transaction("sleep").await {
             tracing::warn!(error = %e, "the sleep hook failed");
         }
     }
 
     /// Runs the `destroy` hook before the instance's data is deleted.
     pub(crate) async fn destroy(mut self) {
-        let result = match self.begin() {
-            Ok(()) => {
-                let result = self.hook("destroy").await;
-                self.finish(result)
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = result {
+        if let Err(e) = self.hook_transaction("destroy").await {
             tracing::warn!(error = %e, "the destroy hook failed; destroying anyway");
         }
+    }
+
+    async fn hook_transaction(&mut self, hook: &'static str) -> Result<(), Error> {
+        self.begin()?;
+        let result = self.hook(hook).await;
+        self.finish(result)
     }
 
     fn begin(&mut self) -> Result<(), Error> {

@@ -199,26 +199,8 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
 
     // W3: create, then wake after a restart.
     let w3_dir = dir("w3");
-    let host = Host::start(config(&w3_dir, &args), std::slice::from_ref(&spec)).await?;
-    let create = timed(args.instances, async |i| {
-        Ok(host
-            .call("counter", &format!("w3-{i}"), "increment", "[1]")
-            .await
-            .map(drop)?)
-    })
-    .await?;
-    host.shutdown().await;
-    drop(host);
-    let host = Host::start(config(&w3_dir, &args), std::slice::from_ref(&spec)).await?;
-    let wake = timed(args.instances, async |i| {
-        Ok(host
-            .call("counter", &format!("w3-{i}"), "increment", "[1]")
-            .await
-            .map(drop)?)
-    })
-    .await?;
-    host.shutdown().await;
-    drop(host);
+    let create = first_calls(config(&w3_dir, &args), &spec, args.instances).await?;
+    let wake = first_calls(config(&w3_dir, &args), &spec, args.instances).await?;
     eprintln!(
         "W3 create: {}\nW3 wake: {}",
         create.to_json(),
@@ -251,6 +233,21 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         }),
     );
     Ok(Value::Object(report))
+}
+
+/// Starts a host and times one call to each of `n` instances: creations on
+/// a fresh data directory, wakes on one whose instances exist.
+async fn first_calls(config: HostConfig, spec: &ActorSpec, n: usize) -> Result<Latencies> {
+    let host = Host::start(config, std::slice::from_ref(spec)).await?;
+    let latencies = timed(n, async |i| {
+        Ok(host
+            .call("counter", &format!("w3-{i}"), "increment", "[1]")
+            .await
+            .map(drop)?)
+    })
+    .await?;
+    host.shutdown().await;
+    Ok(latencies)
 }
 
 fn w1_mean(report: &serde_json::Map<String, Value>) -> Duration {
