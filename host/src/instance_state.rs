@@ -160,13 +160,22 @@ impl tokio::io::AsyncWrite for LineWriter {
         Poll::Ready(Ok(buf.len()))
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.emit();
+    // Guests flush after every write (Rust's unbuffered stderr writes a
+    // line in pieces), so a flush keeps the partial line; it goes out at
+    // its newline, or when the stream closes.
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.poll_flush(cx)
+    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.emit();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        self.emit();
     }
 }
 

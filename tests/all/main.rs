@@ -12,5 +12,6 @@ mod errors;
 mod http;
 mod lifecycle;
 mod loading;
+mod logging;
 mod sandbox;
 mod transactions;

@@ -152,6 +152,14 @@ fn echo(a: i64, b: String) -> Result<(i64, String)> {
     Ok((a, b))
 }
 
+/// Writes `text` to stdout and stderr, and through the log import.
+fn shout(text: String) -> Result<()> {
+    println!("stdout: {text}");
+    eprintln!("stderr: {text}");
+    log::warn(format!("log: {text}"));
+    Ok(())
+}
+
 /// Returns a string of `n` bytes.
 fn big_result(n: usize) -> Result<String> {
     Ok("x".repeat(n))
@@ -164,6 +172,6 @@ burrow_sdk::actor! {
     sleep: sleep,
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
-        sql, batch, spin, allocate, echo, big_result,
+        sql, batch, spin, allocate, echo, big_result, shout,
     ],
 }
