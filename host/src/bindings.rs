@@ -10,4 +10,4 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub(crate) use burrow::actor::{db, log, state, types};
+pub(crate) use self::burrow::actor::{db, log, state, types};

@@ -21,7 +21,9 @@ use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use crate::bindings::Actor;
 use crate::bindings::types::{ActionError, Failure};
-use crate::config::{MAX_RESULT_BYTES, Synchronous};
+use crate::config::{
+    MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
+};
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
@@ -97,7 +99,13 @@ impl Cell {
             message: e.to_string(),
         };
         let deadline = Deadline::default();
-        let db = InstanceDb::open(path, synchronous, deadline.clone()).map_err(storage)?;
+        let db = InstanceDb::open(
+            path,
+            synchronous,
+            def.options.db_size_limit,
+            deadline.clone(),
+        )
+        .map_err(storage)?;
         let created_at = db.created_at().map_err(storage)?;
         match (&origin, created_at) {
             (Origin::MustExist, None) => {
@@ -116,6 +124,9 @@ impl Cell {
         }
         let limits = StoreLimitsBuilder::new()
             .memory_size(def.options.memory_limit)
+            .instances(MAX_WASM_INSTANCES)
+            .tables(MAX_WASM_TABLES)
+            .table_elements(MAX_TABLE_ELEMENTS)
             .build();
         let mut store = Store::new(
             engine,
@@ -255,6 +266,18 @@ impl Cell {
     }
 
     fn finish<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        let result = match self.store.data_mut().transaction_lost.take() {
+            Some(cause) if result.is_ok() => Err(Error::Failed {
+                actor: self.name().actor.to_string(),
+                key: self.name().key.to_string(),
+                during: "the call".into(),
+                code: "transaction-rolled-back".into(),
+                message: format!(
+                    "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
+                ),
+            }),
+            _ => result,
+        };
         match result {
             Ok(value) => match self.db().commit() {
                 Ok(()) => {

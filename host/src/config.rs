@@ -13,6 +13,14 @@ pub const DEFAULT_SLEEP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default limit of an instance's linear memory.
 pub const DEFAULT_MEMORY_LIMIT: usize = 128 << 20;
+/// Default limit of an instance's database file.
+pub const DEFAULT_DB_SIZE_LIMIT: u64 = 1 << 30;
+/// Most core wasm instances one actor instance may create.
+pub const MAX_WASM_INSTANCES: usize = 500;
+/// Most wasm tables one actor instance may create.
+pub const MAX_WASM_TABLES: usize = 500;
+/// Most elements of one wasm table.
+pub const MAX_TABLE_ELEMENTS: usize = 1_000_000;
 /// Largest action arguments (JSON text) accepted from a caller.
 pub const MAX_ARGS_BYTES: usize = 1 << 20;
 /// Largest action result (JSON text) accepted from a guest.
@@ -76,6 +84,8 @@ pub struct ActorOptions {
     pub call_timeout: Duration,
     /// Limit of linear memory, in bytes.
     pub memory_limit: usize,
+    /// Limit of the database file, in bytes.
+    pub db_size_limit: u64,
 }
 
 impl Default for ActorOptions {
@@ -84,6 +94,7 @@ impl Default for ActorOptions {
             sleep_timeout: DEFAULT_SLEEP_TIMEOUT,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             memory_limit: DEFAULT_MEMORY_LIMIT,
+            db_size_limit: DEFAULT_DB_SIZE_LIMIT,
         }
     }
 }

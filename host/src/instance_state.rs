@@ -40,6 +40,9 @@ pub(crate) struct InstanceState {
     pub(crate) db: InstanceDb,
     pub(crate) deadline: Deadline,
     pub(crate) mode: Mode,
+    /// Set when SQLite rolled the call's transaction back by itself (it
+    /// does on a full database, for one): the call can no longer commit.
+    pub(crate) transaction_lost: Option<String>,
     pub(crate) limits: StoreLimits,
     wasi: WasiCtx,
     table: ResourceTable,
@@ -66,6 +69,7 @@ impl InstanceState {
             db,
             deadline,
             mode: Mode::Idle,
+            transaction_lost: None,
             limits,
             wasi,
             table: ResourceTable::new(),
@@ -80,6 +84,20 @@ impl InstanceState {
             )),
             Mode::Hook(_) | Mode::Action => Ok(()),
         }
+    }
+}
+
+impl InstanceState {
+    /// After a failed statement: if SQLite rolled the whole transaction
+    /// back, opens a new one (so that the rest of the call cannot commit
+    /// piecemeal) and remembers that this call must fail.
+    pub(crate) fn check_transaction(&mut self, after: &str) -> rusqlite::Result<()> {
+        if self.mode != Mode::Idle && self.db.conn.is_autocommit() {
+            self.db.begin()?;
+            self.transaction_lost
+                .get_or_insert_with(|| after.to_owned());
+        }
+        Ok(())
     }
 }
 
@@ -191,6 +209,7 @@ pub(crate) mod testing {
         let db = InstanceDb::open(
             &dir.path().join("i.sqlite"),
             Synchronous::Normal,
+            4 << 20,
             deadline.clone(),
         )
         .unwrap();

@@ -12,6 +12,7 @@
 //! sleep_timeout = "30s"       # optional, default 30s
 //! call_timeout = "10s"        # optional, default 10s
 //! memory_limit = "128MiB"     # optional, default 128MiB
+//! db_size_limit = "1GiB"      # optional, default 1GiB
 //! ```
 //!
 //! Relative paths are relative to the manifest's directory; build commands
@@ -77,6 +78,7 @@ struct RawActor {
     sleep_timeout: Option<String>,
     call_timeout: Option<String>,
     memory_limit: Option<String>,
+    db_size_limit: Option<String>,
 }
 
 impl Manifest {
@@ -137,6 +139,10 @@ impl ActorSpec {
         }
         if let Some(s) = raw.memory_limit {
             options.memory_limit = parse_size(&s).map_err(|e| anyhow!("memory_limit: {e}"))?;
+        }
+        if let Some(s) = raw.db_size_limit {
+            options.db_size_limit =
+                parse_size(&s).map_err(|e| anyhow!("db_size_limit: {e}"))? as u64;
         }
         Ok(ActorSpec {
             name: name.to_owned(),

@@ -148,3 +148,68 @@ async fn oversized_results_are_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("limit"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unbounded_recursion_traps_without_harm() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    assert_eq!(
+        call(&host, "probe", "r", "recurse", "[1000]").await,
+        json!(1000)
+    );
+    let err = host
+        .call("probe", "r", "recurse", "[100000000]")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "trapped", "{err}");
+    assert!(err.to_string().contains("stack"), "{err}");
+    assert_eq!(
+        call(&host, "probe", "r", "recurse", "[10]").await,
+        json!(10)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_that_never_returns_is_stopped_and_leaves_no_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.options.call_timeout = Duration::from_millis(300);
+    let host = start(dir.path(), &[spinner]).await;
+    let err = host
+        .create("probe", "stuck", r#"{"spin": true}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "timeout", "{err}");
+    assert!(err.to_string().contains("hook create"), "{err}");
+    assert!(!burrow::instance_path(host.data_dir(), "probe", "stuck").exists());
+    assert_eq!(call(&host, "probe", "fine", "count", "[]").await, json!(0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_past_its_size_limit_refuses_writes_and_keeps_what_it_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = probe();
+    small.options.db_size_limit = 256 << 10;
+    let host = start(dir.path(), &[small]).await;
+    let insert = |n: usize| {
+        let blob = json!(["INSERT INTO items (name) VALUES (?)", ["x".repeat(n)]]);
+        blob.to_string()
+    };
+    assert!(call(&host, "probe", "d", "sql", &insert(1000)).await["error"].is_null());
+    // The guest sees the limit; SQLite rolls the whole transaction back on a
+    // full database, so the call fails even though the guest carried on.
+    let err = host
+        .call("probe", "d", "sql", &insert(400 << 10))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "action-failed", "{err}");
+    let message = err.to_string();
+    assert!(message.contains("transaction-rolled-back"), "{message}");
+    assert!(
+        message.contains("LimitExceeded") && message.contains("database size"),
+        "{message}"
+    );
+    assert_eq!(call(&host, "probe", "d", "count", "[]").await, json!(1));
+    assert!(call(&host, "probe", "d", "sql", &insert(1001)).await["error"].is_null());
+    assert_eq!(call(&host, "probe", "d", "count", "[]").await, json!(2));
+}

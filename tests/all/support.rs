@@ -68,6 +68,9 @@ pub async fn call(host: &Host, actor: &str, key: &str, action: &str, args: &str)
     let result = host
         .call(actor, key, action, args)
         .await
-        .unwrap_or_else(|e| panic!("{actor}/{key}.{action}({args}) failed: {e}"));
+        .unwrap_or_else(|e| {
+            let args: String = args.chars().take(200).collect();
+            panic!("{actor}/{key}.{action}({args}) failed: {e}")
+        });
     json(&result)
 }

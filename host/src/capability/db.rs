@@ -51,14 +51,18 @@ impl Host for InstanceState {
 impl InstanceState {
     /// Turns a failure into the guest's error, or into a trap when the
     /// call's deadline passed while SQLite ran.
-    fn finish<T>(&self, result: Result<T, Failure>) -> wasmtime::Result<Result<T, DbError>> {
-        match result {
+    fn finish<T>(&mut self, result: Result<T, Failure>) -> wasmtime::Result<Result<T, DbError>> {
+        let result = match result {
             Ok(value) => Ok(Ok(value)),
             Err(Failure::Sqlite(e, _)) if self.deadline.passed() && is_interrupt(&e) => {
                 Err(DeadlineExceeded.into())
             }
             Err(failure) => Ok(Err(failure.into_db_error())),
+        };
+        if let Ok(Err(e)) = &result {
+            self.check_transaction(&format!("{e:?}"))?;
         }
+        result
     }
 }
 
@@ -290,6 +294,21 @@ mod tests {
                      SELECT zeroblob(1048576) FROM n";
         let e = err(state.execute(bytes.into(), vec![]));
         assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("bytes")));
+    }
+
+    #[test]
+    fn a_database_past_its_size_limit_refuses_writes() {
+        let (mut state, _dir) = instance();
+        state
+            .execute_batch("CREATE TABLE big (b BLOB)".into())
+            .unwrap()
+            .unwrap();
+        let insert = || vec![Value::Blob(vec![7; 1 << 20])];
+        for _ in 0..3 {
+            ok(state.execute("INSERT INTO big VALUES (?)".into(), insert()));
+        }
+        let e = err(state.execute("INSERT INTO big VALUES (?)".into(), insert()));
+        assert!(matches!(e, DbError::LimitExceeded(m) if m.contains("database size")),);
     }
 
     #[test]

@@ -45,6 +45,7 @@ impl InstanceDb {
     pub(crate) fn open(
         path: &Path,
         synchronous: Synchronous,
+        size_limit: u64,
         deadline: Deadline,
     ) -> rusqlite::Result<InstanceDb> {
         let mut conn = Connection::open_with_flags(
@@ -57,6 +58,11 @@ impl InstanceDb {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", synchronous.pragma())?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // The guest may not change this pragma: past it, writes fail with
+        // a `limit-exceeded` error naming the database size.
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let pages = i64::try_from(size_limit).unwrap_or(i64::MAX) / page_size.max(1);
+        conn.pragma_update(None, "max_page_count", pages.max(1))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.progress_handler(PROGRESS_STEPS, Some(move || deadline.passed()))?;
         let sandbox = Sandbox::default();
@@ -169,7 +175,7 @@ mod tests {
             (Synchronous::Full, 2),
         ] {
             let path = dir.path().join(format!("{expected}.sqlite"));
-            let db = InstanceDb::open(&path, setting, Deadline::default()).unwrap();
+            let db = InstanceDb::open(&path, setting, 1 << 30, Deadline::default()).unwrap();
             let mode: String = db
                 .conn
                 .query_row("PRAGMA journal_mode", [], |r| r.get(0))
@@ -188,6 +194,7 @@ mod tests {
         let db = InstanceDb::open(
             &dir.path().join("i.sqlite"),
             Synchronous::Normal,
+            1 << 30,
             Deadline::default(),
         )
         .unwrap();

@@ -25,11 +25,15 @@ fn record(hook: &str, detail: Option<String>) -> Result<()> {
 struct CreateInput {
     label: Option<String>,
     fail: Option<bool>,
+    spin: Option<bool>,
 }
 
 fn create(input: Option<CreateInput>) -> Result<()> {
     if input.as_ref().and_then(|i| i.fail) == Some(true) {
         return Err(Error::new("refused", "the create input asked to fail"));
+    }
+    if input.as_ref().and_then(|i| i.spin) == Some(true) {
+        spin()?;
     }
     record("create", input.and_then(|i| i.label))
 }
@@ -141,6 +145,18 @@ fn spin() -> Result<()> {
     }
 }
 
+/// Recurses `depth` frames deep.
+fn recurse(depth: u64) -> Result<u64> {
+    fn down(n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            1 + std::hint::black_box(down(n - 1))
+        }
+    }
+    Ok(down(depth))
+}
+
 /// Allocates `mib` MiB and touches it.
 fn allocate(mib: usize) -> Result<usize> {
     let v = vec![1u8; mib << 20];
@@ -172,6 +188,6 @@ burrow_sdk::actor! {
     sleep: sleep,
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
-        sql, batch, spin, allocate, echo, big_result, shout,
+        sql, batch, spin, allocate, echo, big_result, shout, recurse,
     ],
 }
