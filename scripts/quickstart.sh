@@ -16,8 +16,7 @@ url=http://127.0.0.1:7878
 serve() {
     "$burrow" serve &
     server=$!
-    # The first start compiles the components (the Python one takes a while);
-    # later starts load them from the compile cache.
+    # `burrow build` compiled the components into the cache, so this is quick.
     for _ in $(seq 1 1200); do
         curl -fsS "$url/healthz" >/dev/null 2>&1 && return
         kill -0 "$server" 2>/dev/null || { echo "burrow serve exited" >&2; exit 1; }

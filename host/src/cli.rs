@@ -85,6 +85,9 @@ pub enum Command {
     Build {
         /// Actors to build.
         actors: Vec<String>,
+        /// Host settings (where compiled components are cached).
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Serve the HTTP API.
     Serve {
@@ -272,8 +275,8 @@ fn parse_result(text: &str) -> Value {
 
 async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
     match cli.command {
-        Command::Build { actors } => {
-            build(&cli.manifest, &actors)?;
+        Command::Build { actors, host } => {
+            build(&cli.manifest, &actors, &host).await?;
             Ok(None)
         }
         Command::Serve { listen, host } => {
@@ -373,8 +376,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
     }
 }
 
-/// Runs the build command of each selected actor, with progress on stderr.
-fn build(manifest_path: &Path, only: &[String]) -> Result<()> {
+/// Runs the build command of each selected actor, with progress on stderr,
+/// then compiles and checks the components (into the compile cache, so the
+/// next `serve` starts at once).
+async fn build(manifest_path: &Path, only: &[String], host: &HostArgs) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
     for name in only {
         if !manifest.actors.contains_key(name) {
@@ -390,7 +395,7 @@ fn build(manifest_path: &Path, only: &[String]) -> Result<()> {
         .filter(|a| only.is_empty() || only.contains(&a.name))
         .collect();
     let total = selected.len();
-    for (i, actor) in selected.into_iter().enumerate() {
+    for (i, actor) in selected.iter().enumerate() {
         let Some(command) = &actor.build else {
             eprintln!(
                 "[{}/{total}] {}: no build command; using {}",
@@ -429,5 +434,9 @@ fn build(manifest_path: &Path, only: &[String]) -> Result<()> {
             actor.component.display()
         );
     }
+    let specs: Vec<_> = selected.into_iter().cloned().collect();
+    eprintln!("checking and compiling {} component(s)", specs.len());
+    crate::host::check_actors(&host_config(&manifest, host), &specs).await?;
+    eprintln!("ready");
     Ok(())
 }

@@ -18,9 +18,11 @@ use crate::engine::{self, EpochTicker};
 use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::instance_state::InstanceName;
+use crate::instance_state::InstanceState;
 use crate::manifest::ActorSpec;
 use crate::storage::index::Index;
-use crate::storage::{DataDir, validate_actor_name, validate_key};
+use crate::storage::{DataDir, open_dir_creating, validate_actor_name, validate_key};
+use wasmtime::component::Linker;
 
 /// A running Burrow host. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -52,20 +54,9 @@ impl Host {
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
-        let mut definitions = HashMap::new();
-        for spec in actors {
-            validate_actor_name(&spec.name)?;
-            let engine = engine.clone();
-            let linker = linker.clone();
-            let cache_dir = cache_dir.try_clone()?;
-            let spec = spec.clone();
-            // Compiling is CPU-bound: keep it off the async workers.
-            let def = tokio::task::spawn_blocking(move || {
-                definition::load(&engine, &linker, &cache_dir, &spec)
-            })
-            .await??;
-            data.prepare_actor(&def.name)?;
-            definitions.insert(def.name.to_string(), Arc::new(def));
+        let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
+        for name in definitions.keys() {
+            data.prepare_actor(name)?;
         }
         let index = Index::open(&data.root().join("host.sqlite"))
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
@@ -396,6 +387,44 @@ async fn reap_idle(inner: Weak<Inner>) {
             inner.directory.remove(&slot);
         }
     }
+}
+
+/// Compiles every actor's component into the compile cache of `config` and
+/// checks it against the WIT world, without starting a host: no lock is
+/// taken, so a server may be running on the same data directory.
+pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<()> {
+    let engine = engine::build(config.max_awake, config.pooling)?;
+    let linker = capability::linker(&engine)?;
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join("cache"));
+    let cache_dir = open_dir_creating(&cache)?;
+    load_definitions(&engine, &linker, &cache_dir, actors).await?;
+    Ok(())
+}
+
+async fn load_definitions(
+    engine: &Engine,
+    linker: &Linker<InstanceState>,
+    cache_dir: &cap_std::fs::Dir,
+    actors: &[ActorSpec],
+) -> Result<HashMap<String, Arc<ActorDefinition>>> {
+    let mut definitions = HashMap::new();
+    for spec in actors {
+        validate_actor_name(&spec.name)?;
+        let engine = engine.clone();
+        let linker = linker.clone();
+        let cache_dir = cache_dir.try_clone()?;
+        let spec = spec.clone();
+        // Compiling is CPU-bound: keep it off the async workers.
+        let def = tokio::task::spawn_blocking(move || {
+            definition::load(&engine, &linker, &cache_dir, &spec)
+        })
+        .await??;
+        definitions.insert(def.name.to_string(), Arc::new(def));
+    }
+    Ok(definitions)
 }
 
 fn reap_interval(inner: &Inner) -> Duration {

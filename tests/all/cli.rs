@@ -207,24 +207,39 @@ fn bad_input_gets_clear_errors_and_exit_codes() {
 }
 
 #[test]
-fn build_runs_the_manifest_build_commands() {
+fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("burrow.toml");
     std::fs::write(
         &manifest,
-        "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"printf built > made.wasm\"\n\
-         [actors.fails]\ncomponent = \"x.wasm\"\nbuild = \"exit 3\"\n",
+        format!(
+            "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"cp {} made.wasm\"\n\
+             [actors.broken]\ncomponent = \"broken.wasm\"\nbuild = \"printf built > broken.wasm\"\n\
+             [actors.fails]\ncomponent = \"x.wasm\"\nbuild = \"exit 3\"\n",
+            programs::COUNTER
+        ),
     )
     .unwrap();
     let out = burrow(&manifest, &["build", "made"]);
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("made.wasm")).unwrap(),
-        "built"
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("[1/1] built made"),
-        "{out:?}"
+        stderr.contains("[1/1] built made") && stderr.contains("ready"),
+        "{stderr}"
+    );
+    // The component was compiled into the data directory's cache.
+    let cached = std::fs::read_dir(dir.path().join(".burrow/cache"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 1);
+
+    let out = burrow(&manifest, &["build", "broken"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot load actor `broken`")
+            && stderr.contains("not a WebAssembly component"),
+        "{stderr}"
     );
 
     let out = burrow(&manifest, &["build", "fails"]);

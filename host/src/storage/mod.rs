@@ -81,12 +81,7 @@ impl DataDir {
     pub(crate) fn cache_dir(&self, elsewhere: Option<&Path>) -> Result<Dir> {
         match elsewhere {
             None => Ok(self.dir.open_dir("cache")?),
-            Some(path) => {
-                std::fs::create_dir_all(path).with_context(|| {
-                    format!("cannot create the cache directory {}", path.display())
-                })?;
-                Ok(Dir::open_ambient_dir(path, ambient_authority())?)
-            }
+            Some(path) => open_dir_creating(path),
         }
     }
 
@@ -121,6 +116,14 @@ impl DataDir {
         }
         Ok(())
     }
+}
+
+/// Opens the directory at `path`, creating it if missing.
+pub(crate) fn open_dir_creating(path: &Path) -> Result<Dir> {
+    std::fs::create_dir_all(path)
+        .with_context(|| format!("cannot create the directory {}", path.display()))?;
+    Dir::open_ambient_dir(path, ambient_authority())
+        .with_context(|| format!("cannot open the directory {}", path.display()))
 }
 
 /// Path of the database of (`actor`, `key`) under the data directory `root`.
