@@ -282,7 +282,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Serve { listen, host } => {
             let host = start_host(&cli.manifest, &host).await?;
             let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
+                if tokio::signal::ctrl_c().await.is_err() {
+                    // No Ctrl-C handler: only SIGTERM stops the server.
+                    std::future::pending::<()>().await
+                }
             };
             let terminate = async {
                 #[cfg(unix)]

@@ -37,6 +37,9 @@ pub const MAX_QUERY_ROWS: usize = 100_000;
 pub const MAX_QUERY_BYTES: usize = 16 << 20;
 /// Longest log line kept from a guest; longer ones are cut.
 pub const MAX_LOG_LINE_BYTES: usize = 4096;
+/// Most log lines (log import, stdout and stderr together) one instance may
+/// write per second; past it lines are dropped and counted.
+pub const MAX_LOG_LINES_PER_SECOND: u32 = 100;
 /// Largest wasm stack of one call into a guest.
 pub const MAX_WASM_STACK: usize = 1 << 20;
 /// Largest component file the host loads.

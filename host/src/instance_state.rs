@@ -11,6 +11,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use crate::capability::log::LogLimit;
 use crate::config::MAX_LOG_LINE_BYTES;
 use crate::deadline::Deadline;
 use crate::storage::instance_db::InstanceDb;
@@ -40,6 +41,7 @@ pub(crate) struct InstanceState {
     pub(crate) db: InstanceDb,
     pub(crate) deadline: Deadline,
     pub(crate) mode: Mode,
+    pub(crate) log_limit: LogLimit,
     /// Set when SQLite rolled the call's transaction back by itself (it
     /// does on a full database, for one): the call can no longer commit.
     pub(crate) transaction_lost: Option<String>,
@@ -57,9 +59,10 @@ impl InstanceState {
     ) -> Self {
         // No preopened directories, no environment, no arguments, no
         // network, no stdin: the builder grants none of them unless asked.
+        let log_limit = LogLimit::default();
         let wasi = WasiCtx::builder()
-            .stdout(GuestOutput::new(name.clone(), "stdout"))
-            .stderr(GuestOutput::new(name.clone(), "stderr"))
+            .stdout(GuestOutput::new(name.clone(), "stdout", log_limit.clone()))
+            .stderr(GuestOutput::new(name.clone(), "stderr", log_limit.clone()))
             .allow_ip_name_lookup(false)
             .allow_tcp(false)
             .allow_udp(false)
@@ -69,6 +72,7 @@ impl InstanceState {
             db,
             deadline,
             mode: Mode::Idle,
+            log_limit,
             transaction_lost: None,
             limits,
             wasi,
@@ -116,11 +120,16 @@ impl WasiView for InstanceState {
 struct GuestOutput {
     name: InstanceName,
     stream: &'static str,
+    limit: LogLimit,
 }
 
 impl GuestOutput {
-    fn new(name: InstanceName, stream: &'static str) -> Self {
-        GuestOutput { name, stream }
+    fn new(name: InstanceName, stream: &'static str, limit: LogLimit) -> Self {
+        GuestOutput {
+            name,
+            stream,
+            limit,
+        }
     }
 }
 
@@ -147,6 +156,10 @@ struct LineWriter {
 impl LineWriter {
     fn emit(&mut self) {
         if self.line.is_empty() {
+            return;
+        }
+        if !self.out.limit.admit(&self.out.name) {
+            self.line.clear();
             return;
         }
         let text = String::from_utf8_lossy(&self.line);

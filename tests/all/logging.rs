@@ -84,3 +84,31 @@ async fn guest_output_goes_to_the_host_log_tagged_with_the_instance() {
         "a line of {longest} bytes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chatty_guest_is_held_to_its_lines_per_second() {
+    let log = captured();
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    call(&host, "probe", "chatty", "chatter", "[1000]").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The next line after the second is over reports what was dropped.
+    call(&host, "probe", "chatty", "shout", "[\"after\"]").await;
+    host.shutdown().await;
+
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let mine = |l: &&str| l.contains("chatty");
+    let kept = text
+        .lines()
+        .filter(mine)
+        .filter(|l| l.contains("chatter "))
+        .count();
+    let limit = burrow::config::MAX_LOG_LINES_PER_SECOND as usize;
+    assert!(kept <= limit && kept >= limit / 2, "{kept} lines kept");
+    let report = text
+        .lines()
+        .filter(mine)
+        .find(|l| l.contains("log lines dropped"))
+        .unwrap_or_else(|| panic!("no report of dropped lines"));
+    assert!(report.contains("dropped="), "{report}");
+}

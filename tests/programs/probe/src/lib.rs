@@ -176,6 +176,15 @@ fn shout(text: String) -> Result<()> {
     Ok(())
 }
 
+/// Writes `n` numbered lines through the log import and stdout.
+fn chatter(n: u32) -> Result<()> {
+    for i in 0..n {
+        log::info(format!("chatter {i}"));
+        println!("chatter {i}");
+    }
+    Ok(())
+}
+
 /// Returns a string of `n` bytes.
 fn big_result(n: usize) -> Result<String> {
     Ok("x".repeat(n))
@@ -188,6 +197,6 @@ burrow_sdk::actor! {
     sleep: sleep,
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
-        sql, batch, spin, allocate, echo, big_result, shout, recurse,
+        sql, batch, spin, allocate, echo, big_result, shout, recurse, chatter,
     ],
 }
