@@ -163,7 +163,8 @@ struct Failure {
 /// The exit code for an error code.
 pub fn exit_code(code: &str) -> u8 {
     match code {
-        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-route" => 3,
+        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-route"
+        | "method-not-allowed" => 3,
         "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body" => 4,
         "action-failed" => 5,
         "trapped" => 6,

@@ -11,7 +11,8 @@
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
-//! (malformed input), 404 (unknown actor, action, instance or route), 409
+//! (malformed input), 404 (unknown actor, action, instance or route), 405
+//! (a method the route does not take), 409
 //! (already exists), 413 (body too large), 422 (the action returned an
 //! error), 500 (the guest trapped) or 503 (overloaded, timed out, shutting
 //! down).
@@ -103,6 +104,7 @@ pub fn router(host: Host) -> Router {
         .route("/actors/{actor}/{key}/state", get(state))
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
         .with_state(host)
 }
@@ -144,6 +146,14 @@ async fn health() -> axum::Json<Value> {
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::new(404, "no-route", format!("no route for {method} {uri}"))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        405,
+        "method-not-allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
 }
 
 fn parse_json(body: &[u8], what: &str) -> Result<Value, String> {

@@ -206,3 +206,53 @@ async fn http_errors_carry_code_message_and_status() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strange_keys_over_http_are_keys_or_clear_4xx() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(start(dir.path(), &[counter()]).await).await;
+    let client = Client::new(&server.url);
+    for key in ["../../etc/passwd", "nul\0byte", "ключ 🙂 é", "%2F..%2F"] {
+        assert_eq!(
+            client
+                .call("counter", key, "increment", "[1]")
+                .await
+                .unwrap(),
+            "1",
+            "{key:?}"
+        );
+        assert_eq!(
+            client.call("counter", key, "get", "[]").await.unwrap(),
+            "1",
+            "{key:?}"
+        );
+    }
+    let err = client
+        .call("counter", &"k".repeat(10_000), "get", "[]")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.status, err.code.as_str()),
+        (Some(400), "invalid-address"),
+        "{err}"
+    );
+
+    // Raw paths a client did not encode: never a 5xx.
+    for path in [
+        "/actors/counter/../actions/get",
+        "/actors/counter/a/b/actions/get",
+        "/actors/counter/%ff%fe/actions/get",
+        "/actors//k/actions/get",
+        "/actors/counter/k/actions/",
+    ] {
+        let (status, body) = raw(
+            reqwest::Method::POST,
+            &format!("{}{path}", server.url),
+            "[]",
+        )
+        .await;
+        assert!((400..500).contains(&status), "{path}: {status} {body}");
+        assert!(body["error"]["code"].is_string(), "{path}: {body}");
+    }
+    server.stop().await;
+}

@@ -14,4 +14,5 @@ mod lifecycle;
 mod loading;
 mod logging;
 mod sandbox;
+mod sandbox_limits;
 mod transactions;

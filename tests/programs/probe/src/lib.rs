@@ -185,6 +185,38 @@ fn chatter(n: u32) -> Result<()> {
     Ok(())
 }
 
+/// Tries what a sandboxed guest must not be able to do; reports what it got.
+fn ambient() -> Result<Json> {
+    let files = std::fs::read_dir("/")
+        .map(|d| d.count())
+        .map_err(|e| e.to_string());
+    let cwd = std::fs::read_dir(".")
+        .map(|d| d.count())
+        .map_err(|e| e.to_string());
+    let env: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+    let args: Vec<String> = std::env::args().collect();
+    let net = std::net::TcpStream::connect("127.0.0.1:7878")
+        .map(drop)
+        .map_err(|e| e.to_string());
+    let mut line = String::new();
+    let stdin = std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string());
+    Ok(serde_json::json!({
+        "read_root": files.is_ok(),
+        "read_cwd": cwd.is_ok(),
+        "env": env,
+        "args": args,
+        "connect": net.is_ok(),
+        "stdin_bytes": stdin.unwrap_or(0),
+    }))
+}
+
+/// Sets the state to `n` bytes.
+fn big_state(n: usize) -> Result<()> {
+    state::set(&"s".repeat(n))
+}
+
 /// Returns a string of `n` bytes.
 fn big_result(n: usize) -> Result<String> {
     Ok("x".repeat(n))
@@ -197,6 +229,6 @@ burrow_sdk::actor! {
     sleep: sleep,
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
-        sql, batch, spin, allocate, echo, big_result, shout, recurse, chatter,
+        sql, batch, spin, allocate, echo, big_result, shout, recurse, chatter, ambient, big_state,
     ],
 }
