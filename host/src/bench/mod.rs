@@ -4,6 +4,8 @@
 //! - W2: 64 instances with 64 calls in flight.
 //! - W3: first call to N new instances (create), then the first call to each
 //!   after a restart of the host (wake).
+//! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters,
+//!   reporting errors and the peak memory of the process.
 //! - The floor: W1 and W3 done by [`floor`], a minimal program with wasmtime
 //!   and rusqlite and nothing of Burrow in between, so that Burrow's
 //!   overhead is a ratio measured in the same run.
@@ -11,6 +13,7 @@
 //! Every workload uses the `counter` actor of the manifest.
 
 mod floor;
+pub mod load;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,6 +47,10 @@ pub struct BenchArgs {
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
     pub on_demand: bool,
+    /// Run only the load workload: 64 HTTP clients for this many seconds on
+    /// the manifest's counters (every actor named `counter*`).
+    #[arg(long, value_name = "SECONDS")]
+    pub load: Option<u64>,
 }
 
 /// Latency figures of a run of sequential operations.
@@ -122,13 +129,20 @@ fn config(dir: &Path, args: &BenchArgs) -> HostConfig {
 
 /// Runs every workload and returns the figures.
 pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
-    let spec = counter_spec(manifest)?;
     let temp = tempfile::tempdir()?;
     let root = args
         .data_dir
         .clone()
         .unwrap_or_else(|| temp.path().to_path_buf());
     let dir = |name: &str| root.join(name);
+    if let Some(seconds) = args.load {
+        let actors = load::counters(Manifest::load(manifest)?.actors.into_values());
+        let config = config(&dir("load"), &args);
+        let report = load::run(config, &actors, Duration::from_secs(seconds)).await?;
+        eprintln!("load: {report}");
+        return Ok(report);
+    }
+    let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
 
     // W1, in-process.
