@@ -56,6 +56,7 @@ enum Start {
 }
 
 /// Where a cell's instance comes from.
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Origin<'a> {
     /// Wake an existing instance, or create it with this JSON input.
     CreateIfMissing(&'a str),

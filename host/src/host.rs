@@ -298,11 +298,6 @@ impl Host {
             }
             if let SlotState::Asleep = *state {
                 self.make_room(address).await?;
-                let origin = match &origin {
-                    Origin::CreateIfMissing(i) => Origin::CreateIfMissing(i),
-                    Origin::MustExist => Origin::MustExist,
-                    Origin::MustBeNew(i) => Origin::MustBeNew(i),
-                };
                 let cell = self.start_cell(&def, address, origin).await?;
                 *state = SlotState::Awake(Box::new(cell));
             } else if let Origin::MustBeNew(_) = origin {
@@ -343,15 +338,14 @@ impl Host {
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
-            if let SlotState::Awake(_) = &*state {
-                let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Asleep)
-                else {
-                    unreachable!()
-                };
-                cell.sleep().await;
-                if self.awake_count() < max {
-                    return Ok(());
+            match std::mem::replace(&mut *state, SlotState::Asleep) {
+                SlotState::Awake(cell) => {
+                    cell.sleep().await;
+                    if self.awake_count() < max {
+                        return Ok(());
+                    }
                 }
+                other => *state = other,
             }
         }
         Err(Error::Overloaded(format!(
