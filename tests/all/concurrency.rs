@@ -70,3 +70,17 @@ async fn past_the_awake_limit_the_least_recently_used_instance_sleeps() {
         serde_json::json!(["migrate", "create", "wake", "sleep", "migrate", "wake"])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_run_the_same_with_on_demand_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.pooling = false;
+    let host = burrow::Host::start(config, &[counter()]).await.unwrap();
+    for expected in 1..=3 {
+        assert_eq!(
+            call(&host, "counter", "od", "increment", "[1]").await,
+            serde_json::json!(expected)
+        );
+    }
+}
