@@ -1,11 +1,10 @@
 //! # burrow-sdk
 //!
-//! Write [Burrow](https://example.invalid/burrow) actors in Rust. An actor is a
-//! WebAssembly component: its actions are plain Rust functions whose
-//! arguments and results are serde types, its durable data lives in its own
-//! SQLite database ([`db`]) and in one state value ([`state`]), and every
-//! action runs in one transaction that the host commits only if the action
-//! returns `Ok`.
+//! Write Burrow actors in Rust. An actor is a WebAssembly component: its
+//! actions are plain Rust functions whose arguments and results are serde
+//! types, its durable data lives in its own SQLite database ([`db`]) and in
+//! one state value ([`state`]), and every action runs in one transaction
+//! that the host commits only if the action returns `Ok`.
 //!
 //! # Example
 //!
