@@ -297,3 +297,5 @@ tuple_params!(A, B, C);
 tuple_params!(A, B, C, D);
 tuple_params!(A, B, C, D, E);
 tuple_params!(A, B, C, D, E, F);
+tuple_params!(A, B, C, D, E, F, G);
+tuple_params!(A, B, C, D, E, F, G, H);

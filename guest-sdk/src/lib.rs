@@ -48,6 +48,7 @@ pub mod db;
 mod dispatch;
 mod error;
 pub mod log;
+pub mod queue;
 pub mod state;
 
 pub use error::{Error, Result};
@@ -62,7 +63,7 @@ pub use dispatch::{__action, __create, __hook, __parse_args, Action};
 pub mod wit {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "burrow:actor/actor",
+        world: "burrow:actor/queue-actor",
         pub_export_macro: true,
         export_macro_name: "__export_actor",
         default_bindings_module: "burrow_sdk::wit",
@@ -73,8 +74,11 @@ pub mod wit {
 ///
 /// Hooks are optional and come in this order: `migrate` (runs at every
 /// start, before the others), `create` (once, with the creator's input as
-/// its one serde argument), `wake`, `sleep` and `destroy`. Actions are listed
-/// by function name; the name of the function is the name of the action.
+/// its one serde argument), `wake`, `sleep` and `destroy`. Then, for an
+/// actor with a queue, `queue: { policy: .., process: .., select: .. }`
+/// (see [`queue`]; `select` is for [`queue::Policy::custom`] only). Actions
+/// are listed by function name; the name of the function is the name of the
+/// action.
 ///
 /// ```no_run
 /// fn hello(name: String) -> burrow_sdk::Result<String> {
@@ -90,6 +94,11 @@ macro_rules! actor {
         $(wake: $wake:path,)?
         $(sleep: $sleep:path,)?
         $(destroy: $destroy:path,)?
+        $(queue: {
+            policy: $policy:expr,
+            process: $process:path
+            $(, select: $select:path)? $(,)?
+        },)?
         actions: [$($action:ident),* $(,)?] $(,)?
     ) => {
         #[doc(hidden)]
@@ -127,6 +136,27 @@ macro_rules! actor {
                     $(::core::stringify!($action) => $crate::__action(&$action, args),)*
                     _ => Err($crate::wit::burrow::actor::types::ActionError::UnknownAction(name)),
                 }
+            }
+        }
+
+        #[allow(unreachable_code)]
+        impl $crate::wit::exports::burrow::actor::processor::Guest for __BurrowActor {
+            fn policy() -> ::core::option::Option<$crate::wit::exports::burrow::actor::processor::QueuePolicy> {
+                $(return ::core::option::Option::Some($crate::queue::__policy($policy));)?
+                ::core::option::Option::None
+            }
+            fn process(
+                event: $crate::wit::burrow::actor::queue::Event,
+            ) -> ::core::result::Result<::std::string::String, $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::queue::__process($process, event);)?
+                let _ = event;
+                ::core::result::Result::Err($crate::Error::new("no-queue", "this actor has no queue").into())
+            }
+            fn select(
+                pending: ::std::vec::Vec<$crate::wit::burrow::actor::queue::Event>,
+            ) -> ::std::vec::Vec<u64> {
+                $($(return $crate::queue::__select($select, pending);)?)?
+                pending.first().map(|e| e.id).into_iter().collect()
             }
         }
 

@@ -1,13 +1,76 @@
 //! Host bindings of the `burrow:actor` WIT package. Private: the rest of
 //! the host uses the hand-written types around them.
+//!
+//! The bindings are generated for the largest world, `queue-actor`, so the
+//! linker offers every import. Exports are looked up one interface at a
+//! time: `guest` is required, `processor` is optional (a plain `actor`
+//! component does not export it).
+
+use wasmtime::component::{Instance, InstancePre};
+use wasmtime::{AsContextMut, Result};
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "burrow:actor/actor",
+    world: "burrow:actor/queue-actor",
     // Imports may trap: a storage failure or a passed deadline is not an
     // error the guest can handle.
     imports: { default: trappable },
     exports: { default: async },
 });
 
-pub(crate) use self::burrow::actor::{db, log, state, types};
+pub(crate) use self::burrow::actor::{db, log, queue, state, types};
+pub(crate) use self::exports::burrow::actor::{guest, processor};
+
+/// Where a component's exports are, found once per component.
+pub(crate) struct ExportsPre<T: 'static> {
+    pub(crate) instance_pre: InstancePre<T>,
+    guest: guest::GuestIndices,
+    processor: Option<processor::GuestIndices>,
+}
+
+impl<T: 'static> Clone for ExportsPre<T> {
+    fn clone(&self) -> Self {
+        ExportsPre {
+            instance_pre: self.instance_pre.clone(),
+            guest: self.guest.clone(),
+            processor: self.processor.clone(),
+        }
+    }
+}
+
+/// The exports of one instantiated component.
+pub(crate) struct Exports {
+    pub(crate) guest: guest::Guest,
+    pub(crate) processor: Option<processor::Guest>,
+}
+
+impl<T: Send + 'static> ExportsPre<T> {
+    /// Fails if the component does not export `burrow:actor/guest`.
+    pub(crate) fn new(instance_pre: InstancePre<T>) -> Result<Self> {
+        let guest = guest::GuestIndices::new(&instance_pre)?;
+        let processor = processor::GuestIndices::new(&instance_pre).ok();
+        Ok(ExportsPre {
+            instance_pre,
+            guest,
+            processor,
+        })
+    }
+
+    /// Whether the component exports `burrow:actor/processor`.
+    pub(crate) fn has_processor(&self) -> bool {
+        self.processor.is_some()
+    }
+
+    pub(crate) async fn instantiate_async(
+        &self,
+        mut store: impl AsContextMut<Data = T>,
+    ) -> Result<Exports> {
+        let instance: Instance = self.instance_pre.instantiate_async(&mut store).await?;
+        let guest = self.guest.load(&mut store, &instance)?;
+        let processor = match &self.processor {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
+        Ok(Exports { guest, processor })
+    }
+}

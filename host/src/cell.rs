@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
-use crate::bindings::Actor;
+use crate::bindings::Exports;
+use crate::bindings::processor::QueueMode as WitQueueMode;
+use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::{ActionError, Failure};
 use crate::config::{
     MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
@@ -27,8 +29,13 @@ use crate::config::{
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
-use crate::instance_state::{InstanceName, InstanceState, Mode};
+use crate::instance_state::{
+    ConflictTrap, InstanceName, InstanceState, Mode, QueueLimits, is_busy,
+};
+use crate::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
+use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
 
 /// Counts awake instances; one token per cell.
 pub(crate) struct AwakeToken(Arc<AtomicUsize>);
@@ -66,9 +73,18 @@ pub(crate) enum Origin<'a> {
     MustBeNew(&'a str),
 }
 
+/// Where an instance lives: its name, its database and the host's index.
+pub(crate) struct Home<'a> {
+    pub(crate) name: InstanceName,
+    pub(crate) path: &'a Path,
+    pub(crate) synchronous: Synchronous,
+    pub(crate) index: Arc<Index>,
+}
+
 pub(crate) struct Cell {
     store: Store<InstanceState>,
-    actor: Actor,
+    exports: Exports,
+    index: Arc<Index>,
     call_timeout: Duration,
     /// Set while guest code runs. Still set when the next caller comes means
     /// the previous call's future was dropped mid-way.
@@ -79,6 +95,9 @@ pub(crate) struct Cell {
     starting: Option<Start>,
     /// The creation committed; the host has yet to index it.
     created: Option<i64>,
+    /// A committed transaction appended to the queue; the host has yet to
+    /// start its processing.
+    queue_grew: bool,
     _awake: AwakeToken,
 }
 
@@ -88,17 +107,17 @@ impl Cell {
     pub(crate) async fn start(
         engine: &Engine,
         def: &ActorDefinition,
-        name: InstanceName,
-        path: &Path,
-        synchronous: Synchronous,
+        home: Home<'_>,
         origin: Origin<'_>,
         awake: AwakeToken,
     ) -> Result<Cell, Error> {
-        let storage = |e: rusqlite::Error| Error::Storage {
-            actor: name.actor.to_string(),
-            key: name.key.to_string(),
-            message: e.to_string(),
-        };
+        let Home {
+            name,
+            path,
+            synchronous,
+            index,
+        } = home;
+        let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
         let db = InstanceDb::open(
             path,
@@ -129,10 +148,12 @@ impl Cell {
             .tables(MAX_WASM_TABLES)
             .table_elements(MAX_TABLE_ELEMENTS)
             .build();
-        let mut store = Store::new(
-            engine,
-            InstanceState::new(name.clone(), db, deadline, limits),
-        );
+        let mut state = InstanceState::new(name.clone(), db, deadline, limits);
+        state.queue_limits = QueueLimits {
+            max_pending: def.options.queue_max_pending,
+            max_payload: def.options.queue_max_payload,
+        };
+        let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {
             if cx.data().deadline.passed() {
@@ -146,16 +167,18 @@ impl Cell {
         store.set_epoch_deadline(1);
         let instantiated = def.pre.instantiate_async(&mut store).await;
         store.data().deadline.clear();
-        let actor = instantiated
+        let exports = instantiated
             .map_err(|e| trap_error(&name, "instantiation", def.options.call_timeout, e))?;
         let mut cell = Cell {
             store,
-            actor,
+            exports,
+            index,
             call_timeout: def.options.call_timeout,
             in_call: false,
             broken: false,
             starting: None,
             created: None,
+            queue_grew: false,
             _awake: awake,
         };
         cell.db().begin().map_err(storage)?;
@@ -168,6 +191,7 @@ impl Cell {
                     cell.hook("migrate").await?;
                     cell.create_hook(input).await?;
                     cell.hook("wake").await?;
+                    cell.snapshot_policy().await?;
                     cell.db()
                         .record_creation(&name.actor, &name.key, now)
                         .map_err(storage)
@@ -177,8 +201,10 @@ impl Cell {
             _ => {
                 cell.starting = Some(Start::Woken);
                 let hooks = async {
+                    cell.db().upgrade_schema().map_err(storage)?;
                     cell.hook("migrate").await?;
-                    cell.hook("wake").await
+                    cell.hook("wake").await?;
+                    cell.snapshot_policy().await
                 };
                 hooks.await
             }
@@ -201,11 +227,73 @@ impl Cell {
     }
 
     fn storage_error(&self, e: rusqlite::Error) -> Error {
-        Error::Storage {
+        storage_error(self.name(), e)
+    }
+
+    /// Records the guest's queue policy unless one is recorded already
+    /// (a database created before its actor had a queue gets it at its
+    /// next start), and notes whether the instance has a queue.
+    async fn snapshot_policy(&mut self) -> Result<(), Error> {
+        let recorded = queue_db::policy(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let policy = match (recorded, self.exports.processor.is_some()) {
+            (Some(policy), _) => Some(policy),
+            (None, false) => None,
+            (None, true) => {
+                let offered = self
+                    .call(
+                        Mode::Hook("policy"),
+                        "processor policy",
+                        async |exports, store| {
+                            let processor = exports.processor.as_ref().expect("checked above");
+                            processor.call_policy(store).await
+                        },
+                    )
+                    .await?;
+                match offered {
+                    None => None,
+                    Some(offered) => {
+                        let policy = QueuePolicy {
+                            mode: match offered.mode {
+                                WitQueueMode::Fifo => QueueMode::Fifo,
+                                WitQueueMode::Lifo => QueueMode::Lifo,
+                                WitQueueMode::Random => QueueMode::Random,
+                                WitQueueMode::Custom => QueueMode::Custom,
+                            },
+                            concurrency: offered.concurrency,
+                        };
+                        if policy.concurrency == Some(0) {
+                            return Err(self.failed(
+                                "processor policy",
+                                "invalid-policy",
+                                "the queue policy's concurrency is 0; it must be at least 1, \
+                                 or none for unlimited"
+                                    .into(),
+                            ));
+                        }
+                        queue_db::record_policy(&self.db().conn, &policy)
+                            .map_err(|e| self.storage_error(e))?;
+                        Some(policy)
+                    }
+                }
+            }
+        };
+        self.store.data_mut().has_queue = policy.is_some();
+        Ok(())
+    }
+
+    fn failed(&self, during: &str, code: &str, message: String) -> Error {
+        Error::Failed {
             actor: self.name().actor.to_string(),
             key: self.name().key.to_string(),
-            message: e.to_string(),
+            during: during.to_owned(),
+            code: code.to_owned(),
+            message,
         }
+    }
+
+    /// Whether this instance has a queue.
+    pub(crate) fn has_queue(&self) -> bool {
+        self.store.data().has_queue
     }
 
     /// Whether this cell must be replaced before its next use.
@@ -221,6 +309,12 @@ impl Cell {
     /// The creation time, once, after the creation committed.
     pub(crate) fn take_created(&mut self) -> Option<i64> {
         self.created.take()
+    }
+
+    /// Whether a transaction committed since the last ask appended to the
+    /// queue.
+    pub(crate) fn take_queue_grew(&mut self) -> bool {
+        std::mem::take(&mut self.queue_grew)
     }
 
     /// Runs the action `name` with JSON `args` in one transaction.
@@ -279,9 +373,11 @@ impl Cell {
             }),
             _ => result,
         };
+        let appended = std::mem::take(&mut self.store.data_mut().appended);
         match result {
-            Ok(value) => match self.db().commit() {
+            Ok(value) => match self.commit(appended) {
                 Ok(()) => {
+                    self.queue_grew |= appended;
                     if let Some(Start::Created(at)) = self.starting.take() {
                         self.created = Some(at);
                     }
@@ -304,14 +400,148 @@ impl Cell {
         }
     }
 
+    /// Commits the open transaction. A transaction that appended to the
+    /// queue commits while the index's lock is held with the instance's
+    /// queue mark lowered (see `storage::index`).
+    fn commit(&self, appended: bool) -> rusqlite::Result<()> {
+        if !appended {
+            return self.db().commit();
+        }
+        let name = self.name();
+        self.index
+            .lower_mark_around(&name.actor, &name.key, now_ms(), || self.db().commit())?
+    }
+
+    /// Appends `event` in its own transaction; `before_commit` learns its
+    /// id before the transaction commits.
+    pub(crate) fn append(
+        &mut self,
+        event: &NewEvent,
+        before_commit: impl FnOnce(i64),
+    ) -> Result<i64, Error> {
+        self.begin()?;
+        let result = self.append_event(event);
+        if let Ok(id) = result {
+            before_commit(id);
+        }
+        self.finish(result)
+    }
+
+    fn append_event(&mut self, event: &NewEvent) -> Result<i64, Error> {
+        if !self.has_queue() {
+            return Err(Error::NoQueue(self.name().actor.to_string()));
+        }
+        let limit = self.store.data().queue_limits.max_pending;
+        match queue_db::append(&self.db().conn, event, now_ms(), limit) {
+            Ok(id) => {
+                self.store.data_mut().appended = true;
+                Ok(id)
+            }
+            Err(AppendError::Full(limit)) => Err(Error::QueueFull {
+                actor: self.name().actor.to_string(),
+                key: self.name().key.to_string(),
+                limit,
+            }),
+            Err(AppendError::Sqlite(e)) => Err(self.storage_error(e)),
+        }
+    }
+
+    /// Runs a transaction of the host's own statements.
+    pub(crate) fn host_transaction<T>(
+        &mut self,
+        f: impl FnOnce(&InstanceDb) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        self.begin()?;
+        let result = f(self.db()).map_err(|e| self.storage_error(e));
+        self.finish(result)
+    }
+
+    /// Moves dead letter `id` back into the queue.
+    pub(crate) fn requeue(&mut self, id: i64) -> Result<bool, Error> {
+        self.begin()?;
+        let result = queue_db::requeue(&self.db().conn, id).map_err(|e| self.storage_error(e));
+        if let Ok(true) = result {
+            self.store.data_mut().appended = true;
+        }
+        self.finish(result)
+    }
+
+    /// Processes `event` in one transaction that also deletes it; returns
+    /// `process`'s result (JSON text).
+    pub(crate) async fn process(&mut self, event: &QueuedEvent) -> Result<String, Error> {
+        self.begin()?;
+        let result = self.run_process(event).await;
+        self.finish(result)
+    }
+
+    async fn run_process(&mut self, event: &QueuedEvent) -> Result<String, Error> {
+        let during = format!("process of event {}", event.id);
+        let wit_event = wit_event(event);
+        let outcome = self
+            .call(Mode::Process, &during, async |exports, store| {
+                let Some(processor) = exports.processor.as_ref() else {
+                    wasmtime::bail!("the component does not export burrow:actor/processor");
+                };
+                processor.call_process(store, &wit_event).await
+            })
+            .await?;
+        let result = match outcome {
+            Ok(result) if result.len() > MAX_RESULT_BYTES => {
+                return Err(self.failed(
+                    &during,
+                    "limit-exceeded",
+                    format!(
+                        "the result is {} bytes; the limit is {MAX_RESULT_BYTES} bytes",
+                        result.len()
+                    ),
+                ));
+            }
+            Ok(result) => result,
+            Err(Failure { code, message }) => return Err(self.failed(&during, &code, message)),
+        };
+        queue_db::delete(&self.db().conn, event.id).map_err(|e| self.storage_error(e))?;
+        Ok(result)
+    }
+
+    /// Asks the guest's selector which of `pending` to process now.
+    pub(crate) async fn select(&mut self, pending: &[QueuedEvent]) -> Result<Vec<i64>, Error> {
+        self.begin()?;
+        let events: Vec<WitEvent> = pending.iter().map(wit_event).collect();
+        let result = self
+            .call(Mode::Select, "queue selector", async |exports, store| {
+                let Some(processor) = exports.processor.as_ref() else {
+                    wasmtime::bail!("the component does not export burrow:actor/processor");
+                };
+                processor.call_select(store, &events).await
+            })
+            .await
+            .map(|ids| ids.into_iter().map(|id| id as i64).collect());
+        self.finish(result)
+    }
+
+    /// Records a failed attempt of event `id`: a retry later, or the dead
+    /// letter after the actor's `queue_max_attempts`.
+    pub(crate) fn record_failure(
+        &mut self,
+        id: i64,
+        error: &str,
+        options: &crate::config::ActorOptions,
+    ) -> Result<AfterFailure, Error> {
+        let now = now_ms();
+        let (base, cap) = (options.queue_retry_base, options.queue_retry_cap);
+        let max_attempts = options.queue_max_attempts;
+        self.host_transaction(|db| {
+            queue_db::record_failure(&db.conn, id, error, now, max_attempts, |failed| {
+                now + retry_delay(base, cap, failed).as_millis() as i64
+            })
+        })
+    }
+
     async fn run_action(&mut self, name: &str, args: &str) -> Result<String, Error> {
         let during = format!("action {name}");
         let outcome = self
-            .call(Mode::Action, &during, async |actor, store| {
-                actor
-                    .burrow_actor_guest()
-                    .call_action(store, name, args)
-                    .await
+            .call(Mode::Action, &during, async |exports, store| {
+                exports.guest.call_action(store, name, args).await
             })
             .await?;
         let fail = |code: &str, message: String| Error::Failed {
@@ -348,8 +578,8 @@ impl Cell {
             .call(
                 Mode::Hook(hook),
                 &format!("hook {hook}"),
-                async |actor, store| {
-                    let guest = actor.burrow_actor_guest();
+                async |exports, store| {
+                    let guest = &exports.guest;
                     match hook {
                         "migrate" => guest.call_migrate(store).await,
                         "wake" => guest.call_wake(store).await,
@@ -365,9 +595,11 @@ impl Cell {
 
     async fn create_hook(&mut self, input: &str) -> Result<(), Error> {
         let outcome = self
-            .call(Mode::Hook("create"), "hook create", async |actor, store| {
-                actor.burrow_actor_guest().call_create(store, input).await
-            })
+            .call(
+                Mode::Hook("create"),
+                "hook create",
+                async |exports, store| exports.guest.call_create(store, input).await,
+            )
             .await?;
         self.hook_outcome("create", outcome)
     }
@@ -387,13 +619,19 @@ impl Cell {
         &mut self,
         mode: Mode,
         during: &str,
-        f: impl AsyncFnOnce(&Actor, &mut Store<InstanceState>) -> wasmtime::Result<R>,
+        f: impl AsyncFnOnce(&Exports, &mut Store<InstanceState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         self.store.data_mut().mode = mode;
         self.store.data().deadline.start(self.call_timeout);
         self.store.set_epoch_deadline(1);
         self.in_call = true;
-        let result = f(&self.actor, &mut self.store).await;
+        // The epoch deadline stops guest code; this also stops a guest that
+        // waits in a host call (a WASI sleep, say) past its deadline.
+        let limit = self.call_timeout + GRACE_AFTER_DEADLINE;
+        let result = match tokio::time::timeout(limit, f(&self.exports, &mut self.store)).await {
+            Ok(result) => result,
+            Err(_) => Err(DeadlineExceeded.into()),
+        };
         self.in_call = false;
         self.store.data().deadline.clear();
         self.store.data_mut().mode = Mode::Idle;
@@ -412,7 +650,43 @@ impl Drop for Cell {
     }
 }
 
+/// How long past its deadline a call may wait in a host call before it is
+/// abandoned.
+const GRACE_AFTER_DEADLINE: Duration = Duration::from_millis(100);
+
+fn wit_event(event: &QueuedEvent) -> WitEvent {
+    WitEvent {
+        id: event.id as u64,
+        event_type: event.event_type.clone(),
+        payload: event.payload.clone(),
+        priority: event.priority,
+        group: event.group.clone(),
+        created_at: event.created_at,
+        attempt: event.attempts.saturating_add(1),
+    }
+}
+
+fn storage_error(name: &InstanceName, e: rusqlite::Error) -> Error {
+    if is_busy(&e) {
+        return Error::Conflict {
+            actor: name.actor.to_string(),
+            key: name.key.to_string(),
+        };
+    }
+    Error::Storage {
+        actor: name.actor.to_string(),
+        key: name.key.to_string(),
+        message: e.to_string(),
+    }
+}
+
 fn trap_error(name: &InstanceName, during: &str, timeout: Duration, e: wasmtime::Error) -> Error {
+    if e.downcast_ref::<ConflictTrap>().is_some() {
+        return Error::Conflict {
+            actor: name.actor.to_string(),
+            key: name.key.to_string(),
+        };
+    }
     let timed_out = e.downcast_ref::<DeadlineExceeded>().is_some()
         || matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt));
     if timed_out {

@@ -49,6 +49,30 @@ pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 pub const DEFAULT_MAX_AWAKE: usize = 1000;
 /// Calls that may wait for one busy instance before callers get `overloaded`.
 pub const MAX_QUEUED_CALLS_PER_INSTANCE: usize = 1024;
+/// Default of the most pending events one instance's queue may hold.
+pub const DEFAULT_QUEUE_MAX_PENDING: u64 = 100_000;
+/// Default of the largest event payload (JSON text) a queue accepts.
+pub const DEFAULT_QUEUE_MAX_PAYLOAD: usize = 1 << 20;
+/// Default number of failed attempts after which an event moves to the
+/// dead-letter table.
+pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 10;
+/// Default wait before the first retry of a failed event; each further
+/// retry waits twice as long, up to [`DEFAULT_QUEUE_RETRY_CAP`].
+pub const DEFAULT_QUEUE_RETRY_BASE: Duration = Duration::from_secs(1);
+/// Default longest wait between two attempts of an event.
+pub const DEFAULT_QUEUE_RETRY_CAP: Duration = Duration::from_secs(300);
+/// Longest event type and group name, in bytes.
+pub const MAX_EVENT_NAME_BYTES: usize = 256;
+/// Most `process` calls in flight at once in one instance, whatever its
+/// policy says (an unlimited concurrency means this many).
+pub const MAX_PROCESS_CALLS_PER_INSTANCE: usize = 16;
+/// Most pending events a custom selector is shown at once.
+pub const MAX_SELECT_EVENTS: usize = 1000;
+/// How long a sender waits for its event's processing by default.
+pub const DEFAULT_SEND_WAIT: Duration = Duration::from_secs(30);
+/// How long a call waits for the instance's database while a concurrent
+/// call of the same instance writes, before it is rolled back and re-run.
+pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// SQLite's `synchronous` setting for instance databases (all are in WAL mode).
 ///
@@ -89,6 +113,16 @@ pub struct ActorOptions {
     pub memory_limit: usize,
     /// Limit of the database file, in bytes.
     pub db_size_limit: u64,
+    /// Most pending events in one instance's queue.
+    pub queue_max_pending: u64,
+    /// Largest event payload, in bytes of JSON text.
+    pub queue_max_payload: usize,
+    /// Failed attempts after which an event is dead-lettered.
+    pub queue_max_attempts: u32,
+    /// Wait before the first retry; doubled for each further retry.
+    pub queue_retry_base: Duration,
+    /// Longest wait between two attempts.
+    pub queue_retry_cap: Duration,
 }
 
 impl Default for ActorOptions {
@@ -98,6 +132,11 @@ impl Default for ActorOptions {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             memory_limit: DEFAULT_MEMORY_LIMIT,
             db_size_limit: DEFAULT_DB_SIZE_LIMIT,
+            queue_max_pending: DEFAULT_QUEUE_MAX_PENDING,
+            queue_max_payload: DEFAULT_QUEUE_MAX_PAYLOAD,
+            queue_max_attempts: DEFAULT_QUEUE_MAX_ATTEMPTS,
+            queue_retry_base: DEFAULT_QUEUE_RETRY_BASE,
+            queue_retry_cap: DEFAULT_QUEUE_RETRY_CAP,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-use crate::bindings::ActorPre;
+use crate::bindings::ExportsPre;
 use crate::cache;
 use crate::config::{ActorOptions, MAX_COMPONENT_BYTES};
 use crate::instance_state::InstanceState;
@@ -29,7 +29,7 @@ pub struct LoadError {
 pub(crate) struct ActorDefinition {
     pub(crate) name: Arc<str>,
     pub(crate) options: ActorOptions,
-    pub(crate) pre: ActorPre<InstanceState>,
+    pub(crate) pre: ExportsPre<InstanceState>,
 }
 
 const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
@@ -70,7 +70,7 @@ pub(crate) fn load(
             "the component imports something the host does not provide: {e:#}"
         ))
     })?;
-    let pre = ActorPre::new(instance_pre).map_err(|e| {
+    let pre = ExportsPre::new(instance_pre).map_err(|e| {
         fail(format!(
             "the component does not export the burrow:actor/guest@0.1.0 interface \
              (world burrow:actor/actor): {e:#}"

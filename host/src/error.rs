@@ -102,6 +102,64 @@ pub enum Error {
     /// The host is shutting down.
     #[error("the host is shutting down")]
     ShuttingDown,
+    /// The actor has no queue to send to.
+    #[error(
+        "actor `{0}` has no queue: its component does not export burrow:actor/processor with a policy"
+    )]
+    NoQueue(String),
+    /// The event's type, group or payload is not acceptable.
+    #[error("invalid event for `{actor}`: {message}")]
+    InvalidEvent {
+        /// The actor.
+        actor: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The event's payload is larger than the actor's `queue_max_payload`.
+    #[error(
+        "the payload for `{actor}` is {size} bytes; the limit (queue_max_payload) is {limit} bytes"
+    )]
+    PayloadTooLarge {
+        /// The actor.
+        actor: String,
+        /// The payload's size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The instance's queue holds its limit of pending events.
+    #[error(
+        "the queue of `{actor}/{key}` is full: it holds {limit} pending events (queue_max_pending)"
+    )]
+    QueueFull {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// No dead letter with this id.
+    #[error("`{actor}/{key}` has no dead letter {id}")]
+    NoSuchEvent {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The event id asked for.
+        id: i64,
+    },
+    /// The call kept meeting concurrent queue processing of the same
+    /// instance until its deadline; nothing of it was kept.
+    #[error(
+        "`{actor}/{key}` was busy with concurrent calls of the same instance until the deadline; nothing was kept, try again"
+    )]
+    Conflict {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+    },
 }
 
 impl Error {
@@ -120,16 +178,29 @@ impl Error {
             Error::Overloaded(_) => "overloaded",
             Error::Storage { .. } => "storage",
             Error::ShuttingDown => "shutting-down",
+            Error::NoQueue(_) => "no-queue",
+            Error::InvalidEvent { .. } => "invalid-event",
+            Error::PayloadTooLarge { .. } => "payload-too-large",
+            Error::QueueFull { .. } => "queue-full",
+            Error::NoSuchEvent { .. } => "no-such-event",
+            Error::Conflict { .. } => "conflict",
         }
     }
 
     /// The HTTP status that carries this error.
     pub fn http_status(&self) -> u16 {
         match self {
-            Error::UnknownActor(_) | Error::UnknownAction { .. } | Error::NoSuchInstance { .. } => {
-                404
-            }
-            Error::InvalidArguments { .. } | Error::InvalidAddress(_) => 400,
+            Error::UnknownActor(_)
+            | Error::UnknownAction { .. }
+            | Error::NoSuchInstance { .. }
+            | Error::NoSuchEvent { .. } => 404,
+            Error::InvalidArguments { .. }
+            | Error::InvalidAddress(_)
+            | Error::NoQueue(_)
+            | Error::InvalidEvent { .. } => 400,
+            Error::PayloadTooLarge { .. } => 413,
+            Error::QueueFull { .. } => 429,
+            Error::Conflict { .. } => 503,
             Error::AlreadyExists { .. } => 409,
             Error::Failed { .. } => 422,
             Error::Trapped { .. } | Error::Storage { .. } => 500,

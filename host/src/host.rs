@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use wasmtime::Engine;
 
 use crate::capability;
-use crate::cell::{AwakeToken, Cell, Origin};
+use crate::cell::{AwakeToken, Cell, Home, Origin};
 use crate::config::{HostConfig, MAX_ARGS_BYTES};
 use crate::definition::{self, ActorDefinition};
 use crate::directory::{Address, Directory, QueuePlace, SlotState};
@@ -20,25 +20,31 @@ use crate::inspect::{self, Inspection};
 use crate::instance_state::InstanceName;
 use crate::instance_state::InstanceState;
 use crate::manifest::ActorSpec;
+use crate::queue::pump::Pump;
+use crate::queue::waiters::Waiters;
 use crate::storage::index::Index;
+use crate::storage::instance_db::now_ms;
 use crate::storage::{DataDir, open_dir_creating, validate_actor_name, validate_key};
 use wasmtime::component::Linker;
 
 /// A running Burrow host. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Host {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     engine: Engine,
     config: HostConfig,
     data: DataDir,
-    index: Index,
+    pub(crate) index: Arc<Index>,
     actors: HashMap<String, Arc<ActorDefinition>>,
     directory: Directory,
     awake: Arc<AtomicUsize>,
     shutting_down: AtomicBool,
+    /// The queue pump of every instance whose queue is being processed.
+    pumps: Mutex<HashMap<Address, Pump>>,
+    pub(crate) waiters: Waiters,
     _ticker: EpochTicker,
 }
 
@@ -60,6 +66,7 @@ impl Host {
         }
         let index = Index::open(&data.root().join("host.sqlite"))
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
+        let index = Arc::new(index);
         let inner = Arc::new(Inner {
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -70,8 +77,12 @@ impl Host {
             directory: Directory::default(),
             awake: Arc::new(AtomicUsize::new(0)),
             shutting_down: AtomicBool::new(false),
+            pumps: Mutex::new(HashMap::new()),
+            waiters: Waiters::default(),
         });
         tokio::spawn(reap_idle(Arc::downgrade(&inner)));
+        // Also resumes, right away, the queues left pending by the last run.
+        tokio::spawn(wake_due_queues(Arc::downgrade(&inner)));
         Ok(Host { inner })
     }
 
@@ -112,8 +123,10 @@ impl Host {
                 ),
             });
         }
-        self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
-            cell.action(action, args).await
+        ConflictRetry::run(self.call_timeout(actor), || {
+            self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                cell.action(action, args).await
+            })
         })
         .await
     }
@@ -128,8 +141,10 @@ impl Host {
                 message: "the create input is not valid JSON".into(),
             });
         }
-        self.with_cell(actor, key, Origin::MustBeNew(input), async |cell| {
-            cell.commit_creation()
+        ConflictRetry::run(self.call_timeout(actor), || {
+            self.with_cell(actor, key, Origin::MustBeNew(input), async |cell| {
+                cell.commit_creation()
+            })
         })
         .await
     }
@@ -143,6 +158,11 @@ impl Host {
                 key: key.into(),
             });
         }
+        self.stop_pump(&Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        })
+        .await;
         loop {
             let slot = self
                 .inner
@@ -180,6 +200,7 @@ impl Host {
                 .remove_instance(actor, key)
                 .and_then(|()| Ok(self.inner.index.remove(actor, key)?));
             self.inner.directory.remove(&slot);
+            self.inner.waiters.forget_instance(actor, key);
             return removed.map_err(|e| Error::Storage {
                 actor: actor.into(),
                 key: key.into(),
@@ -212,6 +233,17 @@ impl Host {
     /// refuses new calls. In-flight calls finish first.
     pub async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::Relaxed);
+        let pumps: Vec<Pump> = self
+            .inner
+            .pumps
+            .lock()
+            .unwrap()
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for pump in pumps {
+            pump.stop().await;
+        }
         for slot in self.inner.directory.all() {
             let mut state = slot.state.lock().await;
             if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
@@ -221,7 +253,7 @@ impl Host {
         }
     }
 
-    fn resolve(&self, actor: &str, key: &str) -> Result<Arc<ActorDefinition>, Error> {
+    pub(crate) fn resolve(&self, actor: &str, key: &str) -> Result<Arc<ActorDefinition>, Error> {
         if self.inner.shutting_down.load(Ordering::Relaxed) {
             return Err(Error::ShuttingDown);
         }
@@ -236,7 +268,7 @@ impl Host {
         Ok(def)
     }
 
-    async fn start_cell(
+    pub(crate) async fn start_cell(
         &self,
         def: &ActorDefinition,
         address: &Address,
@@ -249,16 +281,13 @@ impl Host {
         let path = self.inner.data.instance_path(&address.actor, &address.key);
         let existed = path.exists();
         let token = AwakeToken::new(&self.inner.awake);
-        let result = Cell::start(
-            &self.inner.engine,
-            def,
+        let home = Home {
             name,
-            &path,
-            self.inner.config.synchronous,
-            origin,
-            token,
-        )
-        .await;
+            path: &path,
+            synchronous: self.inner.config.synchronous,
+            index: self.inner.index.clone(),
+        };
+        let result = Cell::start(&self.inner.engine, def, home, origin, token).await;
         if result.is_err() && !existed {
             // Leave nothing behind for an instance that never came to be.
             let _ = self
@@ -271,7 +300,7 @@ impl Host {
 
     /// Runs `op` on the awake cell of (`actor`, `key`), waking or creating
     /// the instance first as `origin` allows.
-    async fn with_cell<T>(
+    pub(crate) async fn with_cell<T>(
         &self,
         actor: &str,
         key: &str,
@@ -314,6 +343,9 @@ impl Host {
                 && let Err(e) = self.inner.index.insert(actor, key, created_at)
             {
                 tracing::warn!(actor, key, error = %e, "cannot index the new instance");
+            }
+            if cell.take_queue_grew() {
+                self.kick(&def, address);
             }
             if cell.is_broken() {
                 let failed_creation = cell.creation_failed();
@@ -380,6 +412,172 @@ async fn reap_idle(inner: Weak<Inner>) {
             }
             inner.directory.remove(&slot);
         }
+    }
+}
+
+/// First pause before a call that met concurrent processing runs again.
+const CONFLICT_PAUSE: Duration = Duration::from_millis(1);
+/// Longest pause between two runs of a call that keeps meeting concurrent
+/// processing.
+const MAX_CONFLICT_PAUSE: Duration = Duration::from_millis(50);
+/// Runs a call again after a conflict, with growing pauses, until its
+/// timeout has passed.
+pub(crate) struct ConflictRetry {
+    begun: std::time::Instant,
+    timeout: Duration,
+    pause: Duration,
+}
+
+impl ConflictRetry {
+    fn new(timeout: Duration) -> ConflictRetry {
+        ConflictRetry {
+            begun: std::time::Instant::now(),
+            timeout,
+            pause: CONFLICT_PAUSE,
+        }
+    }
+
+    /// Runs `attempt` until it does not meet a conflict, or the time is up.
+    ///
+    /// A call that meets concurrent queue processing of the same instance
+    /// ([`Error::Conflict`]) was rolled back whole; it is run again, until
+    /// the actor's call timeout has passed.
+    pub(crate) async fn run<T, F: Future<Output = Result<T, Error>>>(
+        timeout: Duration,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<T, Error> {
+        let mut retry = ConflictRetry::new(timeout);
+        loop {
+            match attempt().await {
+                Err(e @ Error::Conflict { .. }) => retry.pause(e).await?,
+                other => return other,
+            }
+        }
+    }
+
+    /// Pauses before the next run, or gives `error` back when the time is up.
+    async fn pause(&mut self, error: Error) -> Result<(), Error> {
+        if self.begun.elapsed() >= self.timeout {
+            return Err(error);
+        }
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(MAX_CONFLICT_PAUSE);
+        Ok(())
+    }
+}
+
+/// How often the host looks for queues whose next event has come due.
+const QUEUE_TIMER_INTERVAL: Duration = Duration::from_millis(100);
+
+impl Host {
+    /// Makes sure the queue of `address` is being processed: wakes its
+    /// pump, or starts one.
+    pub(crate) fn kick(&self, def: &Arc<ActorDefinition>, address: &Address) {
+        if self.inner.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut pumps = self.inner.pumps.lock().unwrap();
+        if let Some(pump) = pumps.get(address) {
+            pump.kick();
+            return;
+        }
+        let pump = Pump::start(self.clone(), def.clone(), address.clone());
+        pumps.insert(address.clone(), pump);
+    }
+
+    /// Called by a pump that found nothing more to do: it may end unless
+    /// it was kicked since it last looked. Returns whether it may end.
+    pub(crate) fn pump_may_end(&self, address: &Address, pump_id: u64) -> bool {
+        let mut pumps = self.inner.pumps.lock().unwrap();
+        match pumps.get(address) {
+            Some(pump) if pump.id() == pump_id => {
+                if pump.take_kick() {
+                    return false;
+                }
+                pumps.remove(address);
+                true
+            }
+            // Stopped (destroy, shutdown): end.
+            _ => true,
+        }
+    }
+
+    async fn stop_pump(&self, address: &Address) {
+        let pump = self.inner.pumps.lock().unwrap().remove(address);
+        if let Some(pump) = pump {
+            pump.stop().await;
+        }
+    }
+
+    pub(crate) fn instance_path(&self, address: &Address) -> std::path::PathBuf {
+        self.inner.data.instance_path(&address.actor, &address.key)
+    }
+
+    pub(crate) fn pumping(&self) -> usize {
+        self.inner.pumps.lock().unwrap().len()
+    }
+
+    pub(crate) fn pump_error(&self, address: &Address) -> Option<String> {
+        self.inner
+            .pumps
+            .lock()
+            .unwrap()
+            .get(address)
+            .and_then(Pump::last_error)
+    }
+
+    /// The call timeout of `actor` (the default for an unknown actor,
+    /// which fails anyway).
+    pub(crate) fn call_timeout(&self, actor: &str) -> Duration {
+        self.inner
+            .actors
+            .get(actor)
+            .map_or(crate::config::DEFAULT_CALL_TIMEOUT, |d| {
+                d.options.call_timeout
+            })
+    }
+
+    pub(crate) fn max_awake(&self) -> usize {
+        self.inner.config.max_awake
+    }
+
+    pub(crate) fn definition(&self, actor: &str) -> Option<Arc<ActorDefinition>> {
+        self.inner.actors.get(actor).cloned()
+    }
+}
+
+/// Starts the pumps of queues whose next event has come due: at start (the
+/// queues a previous run left), and after retry backoffs.
+async fn wake_due_queues(inner: Weak<Inner>) {
+    loop {
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        if strong.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let host = Host { inner: strong };
+        // Leave room for instances that callers wake.
+        let room = (host.max_awake() / 2).saturating_sub(host.pumping());
+        if room > 0 {
+            match host.inner.index.due(now_ms(), room) {
+                Ok(due) => {
+                    for (actor, key) in due {
+                        let Some(def) = host.definition(&actor) else {
+                            continue;
+                        };
+                        let address = Address {
+                            actor: def.name.clone(),
+                            key: key.into(),
+                        };
+                        host.kick(&def, &address);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the queue marks"),
+            }
+        }
+        drop(host);
+        tokio::time::sleep(QUEUE_TIMER_INTERVAL).await;
     }
 }
 

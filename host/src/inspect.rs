@@ -7,7 +7,9 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::read_state;
+use crate::storage::queue as queue_db;
 use crate::storage::sandbox::INTERNAL_PREFIX;
 use crate::storage::{instance_path, validate_actor_name, validate_key};
 
@@ -27,6 +29,25 @@ pub struct Inspection {
     pub state: serde_json::Value,
     /// The actor's own tables.
     pub tables: Vec<TableDump>,
+    /// The queue, if the instance has one.
+    pub queue: Option<QueueView>,
+}
+
+/// An instance's queue: its policy, the first pending events and the dead
+/// letters.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueView {
+    /// The policy recorded at creation.
+    pub policy: QueuePolicy,
+    /// Number of pending events (including those in flight).
+    pub pending_count: u64,
+    /// The first [`INSPECT_ROWS`] pending events, in fifo order.
+    pub pending: Vec<QueuedEvent>,
+    /// The first [`INSPECT_ROWS`] dead letters, oldest failure first.
+    pub dead_letters: Vec<DeadLetter>,
+    /// What keeps the queue from being processed, if anything does (a
+    /// custom selector that fails, say). Only a running host knows it.
+    pub error: Option<String>,
 }
 
 /// The first rows of one table.
@@ -53,6 +74,64 @@ pub fn state_to_json(bytes: Option<Vec<u8>>) -> serde_json::Value {
 
 /// Inspects (`actor`, `key`) under the data directory `root`, read-only.
 pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error> {
+    let (conn, created_at) = open(root, actor, key)?;
+    let storage = |e: rusqlite::Error| storage(actor, key, e);
+    let state = state_to_json(read_state(&conn).map_err(storage)?);
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(storage)?;
+    let mut tables = Vec::new();
+    for name in names
+        .into_iter()
+        .filter(|n| !n.starts_with(INTERNAL_PREFIX))
+    {
+        tables.push(dump_table(&conn, &name).map_err(storage)?);
+    }
+    let queue = read_queue(&conn).map_err(storage)?;
+    Ok(Inspection {
+        actor: actor.into(),
+        key: key.into(),
+        created_at,
+        state,
+        tables,
+        queue,
+    })
+}
+
+/// The queue of (`actor`, `key`) under the data directory `root`, read-only;
+/// `None` if the instance has no queue.
+pub fn queue_view(root: &Path, actor: &str, key: &str) -> Result<Option<QueueView>, Error> {
+    let (conn, _) = open(root, actor, key)?;
+    read_queue(&conn).map_err(|e| storage(actor, key, e))
+}
+
+fn read_queue(conn: &Connection) -> rusqlite::Result<Option<QueueView>> {
+    if !queue_db::has_schema(conn)? {
+        return Ok(None);
+    }
+    let Some(policy) = queue_db::policy(conn)? else {
+        return Ok(None);
+    };
+    Ok(Some(QueueView {
+        policy,
+        pending_count: queue_db::pending_count(conn)?,
+        pending: queue_db::pending(conn, INSPECT_ROWS)?,
+        dead_letters: queue_db::dead_letters(conn, INSPECT_ROWS)?,
+        error: None,
+    }))
+}
+
+fn storage(actor: &str, key: &str, e: rusqlite::Error) -> Error {
+    Error::Storage {
+        actor: actor.into(),
+        key: key.into(),
+        message: e.to_string(),
+    }
+}
+
+/// Opens the instance's database read-only; returns it with the creation time.
+fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error> {
     validate_actor_name(actor)?;
     validate_key(key)?;
     let path = instance_path(root, actor, key);
@@ -63,11 +142,7 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
     if !path.exists() {
         return Err(missing());
     }
-    let storage = |e: rusqlite::Error| Error::Storage {
-        actor: actor.into(),
-        key: key.into(),
-        message: e.to_string(),
-    };
+    let storage = |e: rusqlite::Error| storage(actor, key, e);
     let conn = Connection::open_with_flags(
         &path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -85,25 +160,7 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
     let Some(created_at) = created_at else {
         return Err(missing());
     };
-    let state = state_to_json(read_state(&conn).map_err(storage)?);
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(storage)?;
-    let mut tables = Vec::new();
-    for name in names
-        .into_iter()
-        .filter(|n| !n.starts_with(INTERNAL_PREFIX))
-    {
-        tables.push(dump_table(&conn, &name).map_err(storage)?);
-    }
-    Ok(Inspection {
-        actor: actor.into(),
-        key: key.into(),
-        created_at,
-        state,
-        tables,
-    })
+    Ok((conn, created_at))
 }
 
 fn dump_table(conn: &Connection, name: &str) -> rusqlite::Result<TableDump> {

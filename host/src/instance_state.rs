@@ -27,6 +27,50 @@ pub(crate) enum Mode {
     Hook(&'static str),
     /// An action.
     Action,
+    /// Processing one queue event.
+    Process,
+    /// A custom queue selector: it may read, not write.
+    Select,
+}
+
+/// The trap an import raises when the instance's database is busy with a
+/// concurrent call of the same instance: the call is rolled back and run
+/// again (see ARCHITECTURE.md, "Concurrent processing").
+#[derive(Debug)]
+pub(crate) struct ConflictTrap;
+
+impl std::fmt::Display for ConflictTrap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the instance's database is busy with a concurrent call of this instance")
+    }
+}
+
+impl std::error::Error for ConflictTrap {}
+
+/// Whether SQLite refused because another connection holds the write lock
+/// or committed since this transaction began reading.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// A storage failure inside an import, as a trap: [`ConflictTrap`] when the
+/// database was busy, so that the call is re-run rather than failed.
+pub(crate) fn storage_trap(e: rusqlite::Error) -> wasmtime::Error {
+    if is_busy(&e) {
+        ConflictTrap.into()
+    } else {
+        e.into()
+    }
+}
+
+/// What an instance's queue allows, from its actor's options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueueLimits {
+    pub(crate) max_pending: u64,
+    pub(crate) max_payload: usize,
 }
 
 /// Identifies an instance in logs and errors.
@@ -46,6 +90,11 @@ pub(crate) struct InstanceState {
     /// does on a full database, for one): the call can no longer commit.
     pub(crate) transaction_lost: Option<String>,
     pub(crate) limits: StoreLimits,
+    /// Whether this instance has a queue (its policy is recorded).
+    pub(crate) has_queue: bool,
+    pub(crate) queue_limits: QueueLimits,
+    /// Set when the current transaction appended to the queue.
+    pub(crate) appended: bool,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -75,6 +124,12 @@ impl InstanceState {
             log_limit,
             transaction_lost: None,
             limits,
+            has_queue: false,
+            queue_limits: QueueLimits {
+                max_pending: crate::config::DEFAULT_QUEUE_MAX_PENDING,
+                max_payload: crate::config::DEFAULT_QUEUE_MAX_PAYLOAD,
+            },
+            appended: false,
             wasi,
             table: ResourceTable::new(),
         }
@@ -86,7 +141,18 @@ impl InstanceState {
             Mode::Idle => Err(format!(
                 "{call} was called while no call into the guest is running"
             )),
-            Mode::Hook(_) | Mode::Action => Ok(()),
+            Mode::Hook(_) | Mode::Action | Mode::Process | Mode::Select => Ok(()),
+        }
+    }
+
+    /// Refuses `call`, which writes, unless guest code that may write is
+    /// running.
+    pub(crate) fn check_write(&self, call: &str) -> Result<(), String> {
+        match self.mode {
+            Mode::Select => Err(format!(
+                "{call} writes, and the queue selector may only read"
+            )),
+            _ => self.check_mode(call),
         }
     }
 }

@@ -52,11 +52,14 @@ pub mod http;
 mod inspect;
 mod instance_state;
 pub mod manifest;
+pub mod queue;
 mod storage;
 
 pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
 pub use error::Error;
 pub use host::Host;
-pub use inspect::{Inspection, TableDump, inspect as inspect_instance};
+pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
+pub use queue::api::{SendOptions, SendOutcome};
+pub use queue::waiters::EventOutcome;
 pub use storage::{instance_path, validate_actor_name, validate_key};

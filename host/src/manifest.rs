@@ -13,6 +13,11 @@
 //! call_timeout = "10s"        # optional, default 10s
 //! memory_limit = "128MiB"     # optional, default 128MiB
 //! db_size_limit = "1GiB"      # optional, default 1GiB
+//! queue_max_pending = 100000 # optional, default 100000 pending events
+//! queue_max_payload = "1MiB"  # optional, default 1MiB
+//! queue_max_attempts = 10     # optional, default 10, then dead letter
+//! queue_retry_base = "1s"     # optional, first retry after 1s, then doubling
+//! queue_retry_cap = "5m"      # optional, longest wait between attempts
 //! ```
 //!
 //! Relative paths are relative to the manifest's directory; build commands
@@ -21,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
 use crate::config::{ActorOptions, Synchronous, parse_duration, parse_size};
@@ -79,6 +84,11 @@ struct RawActor {
     call_timeout: Option<String>,
     memory_limit: Option<String>,
     db_size_limit: Option<String>,
+    queue_max_pending: Option<u64>,
+    queue_max_payload: Option<String>,
+    queue_max_attempts: Option<u32>,
+    queue_retry_base: Option<String>,
+    queue_retry_cap: Option<String>,
 }
 
 impl Manifest {
@@ -143,6 +153,27 @@ impl ActorSpec {
         if let Some(s) = raw.db_size_limit {
             options.db_size_limit =
                 parse_size(&s).map_err(|e| anyhow!("db_size_limit: {e}"))? as u64;
+        }
+        if let Some(n) = raw.queue_max_pending {
+            options.queue_max_pending = n;
+        }
+        if let Some(s) = raw.queue_max_payload {
+            options.queue_max_payload =
+                parse_size(&s).map_err(|e| anyhow!("queue_max_payload: {e}"))?;
+        }
+        if let Some(n) = raw.queue_max_attempts {
+            if n == 0 {
+                bail!("queue_max_attempts: must be at least 1");
+            }
+            options.queue_max_attempts = n;
+        }
+        if let Some(t) = raw.queue_retry_base {
+            options.queue_retry_base =
+                parse_duration(&t).map_err(|e| anyhow!("queue_retry_base: {e}"))?;
+        }
+        if let Some(t) = raw.queue_retry_cap {
+            options.queue_retry_cap =
+                parse_duration(&t).map_err(|e| anyhow!("queue_retry_cap: {e}"))?;
         }
         Ok(ActorSpec {
             name: name.to_owned(),

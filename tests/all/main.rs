@@ -13,6 +13,7 @@ mod http;
 mod lifecycle;
 mod loading;
 mod logging;
+mod queue;
 mod sandbox;
 mod sandbox_limits;
 mod transactions;

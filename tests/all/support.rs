@@ -74,3 +74,27 @@ pub async fn call(host: &Host, actor: &str, key: &str, action: &str, args: &str)
         });
     json(&result)
 }
+
+/// The queue test actor, with quick retries (20 ms, doubling, at most 100 ms).
+pub fn queue_probe() -> ActorSpec {
+    let mut spec = ActorSpec::new("queue-probe", programs::QUEUE_PROBE);
+    spec.options.queue_retry_base = Duration::from_millis(20);
+    spec.options.queue_retry_cap = Duration::from_millis(100);
+    spec
+}
+
+/// Polls `check` every 10 ms until it returns `Some`, for at most `limit`.
+pub async fn eventually<T>(
+    limit: Duration,
+    what: &str,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let begun = std::time::Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(begun.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

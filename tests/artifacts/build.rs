@@ -13,6 +13,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("PROBE", "probe", "probe"),
     ("NO_EXPORTS", "no-exports", "no_exports"),
     ("STRAY_IMPORT", "stray-import", "stray_import"),
+    ("QUEUE_PROBE", "queue-probe", "queue_probe"),
 ];
 
 fn main() {

@@ -15,10 +15,21 @@ use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Latencies;
-use crate::bindings::db::{DbError, QueryResult, Value};
-use crate::bindings::log::Level;
-use crate::bindings::state::StateError;
-use crate::bindings::{Actor, ActorPre, db, log, state, types};
+use bindings::burrow::actor::db::{DbError, QueryResult, Value};
+use bindings::burrow::actor::log::Level;
+use bindings::burrow::actor::state::StateError;
+use bindings::burrow::actor::{db, log, state, types};
+use bindings::{Actor, ActorPre};
+
+/// The floor's own bindings of the plain `actor` world.
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "burrow:actor/actor",
+        imports: { default: trappable },
+        exports: { default: async },
+    });
+}
 
 struct Floor {
     conn: Connection,

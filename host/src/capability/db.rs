@@ -11,7 +11,7 @@ use rusqlite::types::ValueRef;
 use crate::bindings::db::{DbError, Host, QueryResult, Value};
 use crate::config::{MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS};
 use crate::deadline::DeadlineExceeded;
-use crate::instance_state::InstanceState;
+use crate::instance_state::{ConflictTrap, InstanceState, is_busy};
 use crate::storage::sandbox::{Sandbox, refuse_statement};
 
 impl Host for InstanceState {
@@ -32,12 +32,13 @@ impl Host for InstanceState {
                 params.len()
             ))));
         }
-        let result = execute(&self.db.conn, &self.db.sandbox, &sql, params);
+        let read_only = self.check_write("db.execute").is_err();
+        let result = execute(&self.db.conn, &self.db.sandbox, &sql, params, read_only);
         self.finish(result)
     }
 
     fn execute_batch(&mut self, sql: String) -> wasmtime::Result<Result<(), DbError>> {
-        if let Err(reason) = self.check_mode("db.execute-batch") {
+        if let Err(reason) = self.check_write("db.execute-batch") {
             return Ok(Err(DbError::NotAllowed(reason)));
         }
         if let Err(e) = check_sql_size(&sql) {
@@ -57,6 +58,10 @@ impl InstanceState {
             Err(Failure::Sqlite(e, _)) if self.deadline.passed() && is_interrupt(&e) => {
                 Err(DeadlineExceeded.into())
             }
+            // A concurrent call of this instance writes, or committed since
+            // this call began reading: this call cannot commit; it is rolled
+            // back and run again.
+            Err(Failure::Sqlite(e, _)) if is_busy(&e) => Err(ConflictTrap.into()),
             Err(failure) => Ok(Err(failure.into_db_error())),
         };
         if let Ok(Err(e)) = &result {
@@ -143,6 +148,7 @@ fn execute(
     sandbox: &Sandbox,
     sql: &str,
     params: Vec<Value>,
+    read_only: bool,
 ) -> Result<QueryResult, Failure> {
     let _guest = sandbox.enter_guest();
     let sqlite = |e| Failure::Sqlite(e, sandbox.take_denial());
@@ -150,6 +156,11 @@ fn execute(
         return Err(Failure::Guest(DbError::Denied(reason)));
     }
     let mut stmt = conn.prepare_cached(sql).map_err(sqlite)?;
+    if read_only && !stmt.readonly() {
+        return Err(Failure::Guest(DbError::NotAllowed(
+            "db.execute: this statement writes, and the queue selector may only read".into(),
+        )));
+    }
     let expected = stmt.parameter_count();
     if expected != params.len() {
         return Err(Failure::Guest(DbError::InvalidParameters(format!(

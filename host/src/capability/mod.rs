@@ -3,6 +3,7 @@
 
 pub(crate) mod db;
 pub(crate) mod log;
+pub(crate) mod queue;
 pub(crate) mod state;
 
 use wasmtime::Engine;
@@ -18,6 +19,9 @@ impl bindings::types::Host for InstanceState {}
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    bindings::Actor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(&mut linker, |s| s)?;
+    bindings::QueueActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
+        &mut linker,
+        |s| s,
+    )?;
     Ok(linker)
 }

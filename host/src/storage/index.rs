@@ -1,13 +1,31 @@
-//! `host.sqlite`: the index of every instance on this data directory.
+//! `host.sqlite`: the index of every instance on this data directory, and
+//! when each instance's queue next has work.
 //!
 //! Instance databases are the source of truth; the index lets the host list
-//! instances without opening every database. A row is written after an
-//! instance's creation commits and removed when it is destroyed.
+//! instances, and find the queues to resume after a start, without opening
+//! every database. A row is written after an instance's creation commits
+//! and removed when it is destroyed.
+//!
+//! # The queue mark
+//!
+//! `queue_due_at` is the earliest time at which the instance may have an
+//! event to process, or NULL when its queue is empty. The host keeps this
+//! invariant, also across a crash: *if an instance has a committed pending
+//! event, its mark is set and not later than that event's due time.*
+//!
+//! - A transaction that appends lowers the mark to "now" and commits while
+//!   holding the index's lock ([`Index::lower_mark_around`]).
+//! - Only a queue pump raises or clears a mark, and it computes the new
+//!   value from the committed queue while holding the same lock
+//!   ([`Index::set_mark_from`]), so no append can commit in between.
+//!
+//! A mark may be early (an append rolled back, a crash after processing):
+//! that costs one needless wake, never a lost event.
 
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, params};
 
 pub(crate) struct Index {
     conn: Mutex<Connection>,
@@ -26,6 +44,16 @@ impl Index {
                  PRIMARY KEY (actor, key)
              ) WITHOUT ROWID;",
         )?;
+        let has_mark = conn
+            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'queue_due_at'")?
+            .exists([])?;
+        if !has_mark {
+            conn.execute_batch("ALTER TABLE instances ADD COLUMN queue_due_at INTEGER")?;
+        }
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS instances_queue_due ON instances (queue_due_at)
+             WHERE queue_due_at IS NOT NULL",
+        )?;
         Ok(Index {
             conn: Mutex::new(conn),
         })
@@ -34,9 +62,10 @@ impl Index {
     pub(crate) fn insert(&self, actor: &str, key: &str, created_at: i64) -> rusqlite::Result<()> {
         let conn = self.conn.lock().unwrap();
         conn.prepare_cached(
-            "INSERT OR REPLACE INTO instances (actor, key, created_at) VALUES (?, ?, ?)",
+            "INSERT INTO instances (actor, key, created_at) VALUES (?, ?, ?)
+             ON CONFLICT (actor, key) DO UPDATE SET created_at = excluded.created_at",
         )?
-        .execute(rusqlite::params![actor, key, created_at])?;
+        .execute(params![actor, key, created_at])?;
         Ok(())
     }
 
@@ -53,5 +82,103 @@ impl Index {
         let mut stmt =
             conn.prepare_cached("SELECT key FROM instances WHERE actor = ? ORDER BY key")?;
         stmt.query_map([actor], |r| r.get(0))?.collect()
+    }
+
+    /// Lowers the mark of (`actor`, `key`) to `now`, then runs `commit`,
+    /// holding the index's lock throughout. If the mark cannot be written,
+    /// `commit` does not run.
+    pub(crate) fn lower_mark_around<T, E>(
+        &self,
+        actor: &str,
+        key: &str,
+        now: i64,
+        commit: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Result<T, E>, rusqlite::Error> {
+        let conn = self.conn.lock().unwrap();
+        conn.prepare_cached(
+            "INSERT INTO instances (actor, key, created_at, queue_due_at) VALUES (?1, ?2, ?3, ?3)
+             ON CONFLICT (actor, key) DO UPDATE
+             SET queue_due_at = min(coalesce(queue_due_at, excluded.queue_due_at), excluded.queue_due_at)",
+        )?
+        .execute(params![actor, key, now])?;
+        Ok(commit())
+    }
+
+    /// Sets the mark of (`actor`, `key`) to what `compute` reads from the
+    /// instance's committed queue, holding the index's lock meanwhile.
+    pub(crate) fn set_mark_from<E>(
+        &self,
+        actor: &str,
+        key: &str,
+        compute: impl FnOnce() -> Result<Option<i64>, E>,
+    ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
+        let conn = self.conn.lock().unwrap();
+        let mark = match compute() {
+            Ok(mark) => mark,
+            Err(e) => return Ok(Err(e)),
+        };
+        conn.prepare_cached("UPDATE instances SET queue_due_at = ? WHERE actor = ? AND key = ?")?
+            .execute(params![mark, actor, key])?;
+        Ok(Ok(mark))
+    }
+
+    /// Clears the mark of an instance that does not exist.
+    pub(crate) fn clear_mark(&self, actor: &str, key: &str) -> rusqlite::Result<()> {
+        self.set_mark_from(actor, key, || Ok::<_, rusqlite::Error>(None))??;
+        Ok(())
+    }
+
+    /// Instances whose mark is at or before `now`, earliest first, at most `limit`.
+    pub(crate) fn due(&self, now: i64, limit: usize) -> rusqlite::Result<Vec<(String, String)>> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn.prepare_cached(
+            "SELECT actor, key FROM instances
+             WHERE queue_due_at IS NOT NULL AND queue_due_at <= ?
+             ORDER BY queue_due_at LIMIT ?",
+        )?;
+        stmt.query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_lowered_by_appends_and_set_by_pumps() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
+        index.insert("a", "k", 1).unwrap();
+        assert!(index.due(i64::MAX, 10).unwrap().is_empty());
+        index
+            .lower_mark_around("a", "k", 50, || Ok::<_, ()>(()))
+            .unwrap()
+            .unwrap();
+        index
+            .lower_mark_around("a", "k", 70, || Ok::<_, ()>(()))
+            .unwrap()
+            .unwrap();
+        assert!(index.due(49, 10).unwrap().is_empty());
+        assert_eq!(index.due(50, 10).unwrap(), [("a".into(), "k".into())]);
+        index
+            .set_mark_from("a", "k", || Ok::<_, ()>(Some(90)))
+            .unwrap()
+            .unwrap();
+        assert!(index.due(89, 10).unwrap().is_empty());
+        index.insert("a", "k", 1).unwrap();
+        assert_eq!(
+            index.due(90, 10).unwrap().len(),
+            1,
+            "a re-insert keeps the mark"
+        );
+        index.clear_mark("a", "k").unwrap();
+        assert!(index.due(i64::MAX, 10).unwrap().is_empty());
+        // An append to an instance not yet indexed makes its row.
+        index
+            .lower_mark_around("b", "k", 5, || Ok::<_, ()>(()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(index.keys("b").unwrap(), ["k"]);
     }
 }

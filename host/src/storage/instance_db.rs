@@ -1,12 +1,11 @@
 //! Opening an instance's database: pragmas, internal tables, sandbox.
 
 use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::sandbox::Sandbox;
-use crate::config::Synchronous;
+use crate::config::{DB_BUSY_TIMEOUT, Synchronous};
 use crate::deadline::Deadline;
 
 /// Guest statements prepared once per connection and kept.
@@ -54,7 +53,9 @@ impl InstanceDb {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+        // Other connections to this database belong to concurrent calls of the
+        // same instance: wait briefly for a writer, then let the call be re-run.
+        conn.busy_timeout(DB_BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", synchronous.pragma())?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -98,7 +99,16 @@ impl InstanceDb {
 
     /// Creates the internal tables, inside the creation's transaction.
     pub(crate) fn create_schema(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch(SCHEMA)
+        self.conn.execute_batch(SCHEMA)?;
+        self.conn.execute_batch(super::queue::SCHEMA)
+    }
+
+    /// Adds the queue's tables to a database created before they existed.
+    pub(crate) fn upgrade_schema(&self) -> rusqlite::Result<()> {
+        if !super::queue::has_schema(&self.conn)? {
+            self.conn.execute_batch(super::queue::SCHEMA)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn record_creation(

@@ -16,6 +16,7 @@
 
 pub(crate) mod index;
 pub(crate) mod instance_db;
+pub(crate) mod queue;
 pub(crate) mod sandbox;
 
 use std::fs::File;

@@ -1,0 +1,207 @@
+//! The host's public queue API: send (and wait), look, requeue, drop.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::capability::queue::{BadEvent, check_event};
+use crate::cell::Origin;
+use crate::directory::Address;
+use crate::error::Error;
+use crate::host::{ConflictRetry, Host};
+use crate::inspect::{self, QueueView};
+use crate::instance_state::QueueLimits;
+use crate::queue::NewEvent;
+use crate::queue::waiters::EventOutcome;
+
+/// How to send an event.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// Lower values are processed first.
+    pub priority: i32,
+    /// The event's group; `None` for the default group.
+    pub group: Option<String>,
+    /// Wait this long for the event's processing to commit.
+    pub wait: Option<Duration>,
+}
+
+/// What a send achieved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum SendOutcome {
+    /// The event is committed to the queue (the sender did not wait).
+    Queued {
+        /// The event's id.
+        id: i64,
+    },
+    /// The event was processed and the processing committed.
+    Processed {
+        /// The event's id.
+        id: i64,
+        /// `process`'s result, JSON text.
+        result: String,
+    },
+    /// The event failed too often and is in the dead-letter table.
+    DeadLettered {
+        /// The event's id.
+        id: i64,
+        /// The error of its last attempt.
+        error: String,
+    },
+    /// The wait ended first; the event is still queued and will be processed.
+    TimedOut {
+        /// The event's id.
+        id: i64,
+    },
+}
+
+impl SendOutcome {
+    /// The event's id.
+    pub fn id(&self) -> i64 {
+        match self {
+            SendOutcome::Queued { id }
+            | SendOutcome::Processed { id, .. }
+            | SendOutcome::DeadLettered { id, .. }
+            | SendOutcome::TimedOut { id } => *id,
+        }
+    }
+}
+
+impl Host {
+    /// Appends an event of `event_type` with `payload` (JSON text) to the
+    /// queue of (`actor`, `key`), creating the instance if needed. Returns
+    /// once the append has committed, or with `options.wait`, once the
+    /// event's processing has committed (or the wait ended).
+    pub async fn send(
+        &self,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: SendOptions,
+    ) -> Result<SendOutcome, Error> {
+        let def = self.resolve(actor, key)?;
+        if !def.pre.has_processor() {
+            return Err(Error::NoQueue(actor.into()));
+        }
+        let event = NewEvent {
+            event_type: event_type.into(),
+            payload: payload.into(),
+            priority: options.priority,
+            group: options.group.filter(|g| !g.is_empty()),
+        };
+        let limits = QueueLimits {
+            max_pending: def.options.queue_max_pending,
+            max_payload: def.options.queue_max_payload,
+        };
+        check_event(&event, limits).map_err(|e| match e {
+            BadEvent::TooLarge(limit) => Error::PayloadTooLarge {
+                actor: actor.into(),
+                size: payload.len(),
+                limit,
+            },
+            BadEvent::Invalid(message) => Error::InvalidEvent {
+                actor: actor.into(),
+                message,
+            },
+        })?;
+        let address = Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        };
+        let waiters = &self.inner.waiters;
+        // The waiter is registered before the append commits: the event
+        // cannot be processed earlier.
+        let waiting = Mutex::new(None);
+        let id = ConflictRetry::run(def.options.call_timeout, || {
+            self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                let mut registered = None;
+                let appended = cell.append(&event, |id| {
+                    if options.wait.is_some() {
+                        registered = Some(id);
+                        let receiver = waiters.register(&address.actor, &address.key, id);
+                        *waiting.lock().unwrap() = Some(receiver);
+                    }
+                });
+                if appended.is_err()
+                    && let Some(id) = registered
+                {
+                    waiters.forget(&address.actor, &address.key, id);
+                    *waiting.lock().unwrap() = None;
+                }
+                appended
+            })
+        })
+        .await?;
+        let waiting = waiting.into_inner().unwrap();
+        let (Some(wait), Some(outcome)) = (options.wait, waiting) else {
+            return Ok(SendOutcome::Queued { id });
+        };
+        match tokio::time::timeout(wait, outcome).await {
+            Ok(Ok(EventOutcome::Processed(result))) => Ok(SendOutcome::Processed { id, result }),
+            Ok(Ok(EventOutcome::DeadLettered(error))) => {
+                Ok(SendOutcome::DeadLettered { id, error })
+            }
+            Ok(Err(_)) => Err(Error::NoSuchInstance {
+                actor: actor.into(),
+                key: key.into(),
+            }),
+            Err(_) => {
+                waiters.forget(&address.actor, &address.key, id);
+                Ok(SendOutcome::TimedOut { id })
+            }
+        }
+    }
+
+    /// The queue of (`actor`, `key`): policy, pending events, dead letters,
+    /// and what keeps it from being processed, if anything. Read-only: the
+    /// instance is not woken.
+    pub fn queue(&self, actor: &str, key: &str) -> Result<QueueView, Error> {
+        let def = self.resolve(actor, key)?;
+        let view = inspect::queue_view(self.data_dir(), actor, key)?;
+        let mut view = view.ok_or_else(|| Error::NoQueue(actor.into()))?;
+        view.error = self.pump_error(&Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        });
+        Ok(view)
+    }
+
+    /// Moves dead letter `id` of (`actor`, `key`) back into its queue,
+    /// with its attempts reset and at its old place in the order.
+    pub async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
+        let found = ConflictRetry::run(self.call_timeout(actor), || {
+            self.with_cell(actor, key, Origin::MustExist, async |cell| cell.requeue(id))
+        })
+        .await?;
+        if found {
+            Ok(())
+        } else {
+            Err(no_such_event(actor, key, id))
+        }
+    }
+
+    /// Deletes dead letter `id` of (`actor`, `key`) for good.
+    pub async fn drop_dead_letter(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
+        let found = ConflictRetry::run(self.call_timeout(actor), || {
+            self.with_cell(actor, key, Origin::MustExist, async |cell| {
+                cell.host_transaction(|db| crate::storage::queue::drop_dead_letter(&db.conn, id))
+            })
+        })
+        .await?;
+        if found {
+            Ok(())
+        } else {
+            Err(no_such_event(actor, key, id))
+        }
+    }
+}
+
+fn no_such_event(actor: &str, key: &str, id: i64) -> Error {
+    Error::NoSuchEvent {
+        actor: actor.into(),
+        key: key.into(),
+        id,
+    }
+}

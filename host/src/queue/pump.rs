@@ -1,0 +1,635 @@
+//! The pump of one instance's queue: picks due events by the instance's
+//! policy, runs `process` for each (up to the policy's concurrency per
+//! group), records failures, answers waiting senders, and ends when the
+//! queue has nothing due, leaving the queue mark for the next time.
+//!
+//! # Concurrent processing
+//!
+//! One wasm instance runs one call at a time, so concurrent `process`
+//! calls run in separate wasm instances of the same actor instance: the
+//! awake instance (the one actions use) takes one event at a time, and
+//! *workers* (more wasm instances, each with its own connection to the
+//! instance's database, started with `migrate` and `wake`) take the rest.
+//!
+//! Every call runs in its own SQLite transaction. SQLite (in WAL mode)
+//! lets them read and compute at the same time but lets one write at a
+//! time, and refuses to let a transaction write once another transaction
+//! has committed since it began reading (`SQLITE_BUSY_SNAPSHOT`). Such a
+//! call is rolled back whole and run again from the start, against the
+//! new data. So concurrent calls of one instance are serializable: no
+//! update is lost, and a call either commits all of its effects or none.
+//! A guest cannot catch the refusal: the import traps.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::cell::{Cell, Origin};
+use crate::config::{DB_BUSY_TIMEOUT, MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_EVENTS};
+use crate::definition::ActorDefinition;
+use crate::directory::Address;
+use crate::error::Error;
+use crate::host::Host;
+use crate::queue::waiters::EventOutcome;
+use crate::queue::{QueueMode, QueuePolicy, QueuedEvent};
+use crate::storage::instance_db::now_ms;
+use crate::storage::queue::{self as queue_db, AfterFailure};
+
+/// A pump is kept awake this long when its next event is due soon, rather
+/// than ending and being started again by the queue timer.
+const STAY_FOR: Duration = Duration::from_secs(1);
+/// Pause before an event whose processing met a concurrent call is picked again.
+const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
+
+static NEXT_PUMP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The host's handle on a running pump.
+pub(crate) struct Pump {
+    id: u64,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Shared {
+    kicked: AtomicBool,
+    wake: Notify,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Pump {
+    pub(crate) fn start(host: Host, def: Arc<ActorDefinition>, address: Address) -> Pump {
+        let id = NEXT_PUMP_ID.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(Shared::default());
+        let (stop, stopped) = watch::channel(false);
+        let run = Run {
+            id,
+            host,
+            def,
+            address,
+            shared: shared.clone(),
+            tasks: JoinSet::new(),
+            in_flight: HashMap::new(),
+            main_busy: false,
+            workers: Vec::new(),
+            reader: None,
+        };
+        let task = tokio::spawn(run.run(stopped));
+        Pump {
+            id,
+            shared,
+            stop,
+            task,
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// New work may have come: look again.
+    pub(crate) fn kick(&self) {
+        self.shared.kicked.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_one();
+    }
+
+    pub(crate) fn take_kick(&self) -> bool {
+        self.shared.kicked.swap(false, Ordering::SeqCst)
+    }
+
+    /// The last error that kept the pump from picking events (a custom
+    /// selector that failed, say).
+    pub(crate) fn last_error(&self) -> Option<String> {
+        self.shared.last_error.lock().unwrap().clone()
+    }
+
+    /// Stops the pump: calls in flight are dropped (rolled back; their
+    /// events stay pending), workers are dropped, and this returns once
+    /// every connection of the pump is closed.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Who runs a `process` call.
+enum Runner {
+    /// The instance's awake wasm instance, through its slot.
+    Main,
+    /// A worker of this pump.
+    Worker(Box<Cell>),
+}
+
+/// How one event's processing ended.
+enum Finished {
+    Processed(String),
+    Failed(String, AfterFailure),
+    /// Met a concurrent call; not an attempt. The event is picked again.
+    Conflict,
+    /// The instance is gone (destroyed) or cannot start.
+    Stuck(Error),
+}
+
+struct Done {
+    id: i64,
+    runner: Runner,
+    finished: Finished,
+}
+
+struct Run {
+    id: u64,
+    host: Host,
+    def: Arc<ActorDefinition>,
+    address: Address,
+    shared: Arc<Shared>,
+    tasks: JoinSet<Done>,
+    /// Events being processed, with their group ("" for the default).
+    in_flight: HashMap<i64, String>,
+    main_busy: bool,
+    /// Idle workers.
+    workers: Vec<Cell>,
+    /// A read-only connection that sees what is committed.
+    reader: Option<Connection>,
+}
+
+impl Run {
+    async fn run(mut self, mut stopped: watch::Receiver<bool>) {
+        tokio::select! {
+            _ = stopped.wait_for(|stop| *stop) => {}
+            result = self.drive() => {
+                if let Err(e) = result {
+                    tracing::warn!(
+                        actor = %self.address.actor, key = %self.address.key, error = %e,
+                        "the queue pump stopped"
+                    );
+                }
+            }
+        }
+        // Dropping a call in flight rolls it back; its event stays pending.
+        self.tasks.shutdown().await;
+        for worker in self.workers.drain(..) {
+            worker.sleep().await;
+        }
+    }
+
+    fn actor(&self) -> &str {
+        &self.address.actor
+    }
+
+    fn key(&self) -> &str {
+        &self.address.key
+    }
+
+    async fn drive(&mut self) -> Result<(), Error> {
+        let path = self.host.instance_path(&self.address);
+        if !path.exists() {
+            self.host
+                .inner
+                .index
+                .clear_mark(self.actor(), self.key())
+                .map_err(|e| self.storage(e))?;
+            self.host.pump_may_end(&self.address, self.id);
+            return Ok(());
+        }
+        // Wake the instance (its migrate and wake hooks, its policy).
+        let policy = match self
+            .host
+            .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
+                cell.host_transaction(|db| queue_db::policy(&db.conn))
+            })
+            .await
+        {
+            Ok(Some(policy)) => policy,
+            Ok(None) | Err(Error::NoSuchInstance { .. }) => {
+                self.host
+                    .inner
+                    .index
+                    .clear_mark(self.actor(), self.key())
+                    .map_err(|e| self.storage(e))?;
+                self.host.pump_may_end(&self.address, self.id);
+                return Ok(());
+            }
+            Err(e) => {
+                self.set_error(Some(e.to_string()));
+                self.end_for(self.def.options.queue_retry_base)?;
+                return Err(e);
+            }
+        };
+        self.reader = Some(open_reader(&path).map_err(|e| self.storage(e))?);
+        loop {
+            self.shared.kicked.store(false, Ordering::SeqCst);
+            let now = now_ms();
+            let free = MAX_PROCESS_CALLS_PER_INSTANCE.saturating_sub(self.in_flight.len());
+            let picked = if free == 0 {
+                Vec::new()
+            } else {
+                match self.pick(&policy, now, free).await {
+                    Ok(picked) => {
+                        self.set_error(None);
+                        picked
+                    }
+                    Err(e) => {
+                        tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot pick queue events");
+                        self.set_error(Some(e.to_string()));
+                        Vec::new()
+                    }
+                }
+            };
+            let declined = picked.is_empty();
+            for event in picked {
+                self.dispatch(event).await;
+            }
+            let mut wait = None;
+            if self.tasks.is_empty() {
+                // Nothing in flight and nothing to pick: when could there be?
+                let next = self.next_pick_time(now, declined)?;
+                match next {
+                    None => {
+                        if self.end()? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    Some(at) if at - now > STAY_FOR.as_millis() as i64 => {
+                        if self.end()? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    Some(at) => wait = Some(Duration::from_millis((at - now).max(1) as u64)),
+                }
+            }
+            let timer = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600)));
+            tokio::select! {
+                Some(done) = self.tasks.join_next() => {
+                    match done {
+                        Ok(done) => self.finished(done)?,
+                        Err(e) => tracing::error!(error = %e, "a queue task failed"),
+                    }
+                }
+                _ = self.shared.wake.notified() => {}
+                _ = timer, if wait.is_some() => {}
+            }
+        }
+    }
+
+    fn reader(&self) -> &Connection {
+        self.reader.as_ref().expect("opened before the loop")
+    }
+
+    fn storage(&self, e: rusqlite::Error) -> Error {
+        Error::Storage {
+            actor: self.actor().into(),
+            key: self.key().into(),
+            message: e.to_string(),
+        }
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        *self.shared.last_error.lock().unwrap() = error;
+    }
+
+    /// When an event could next be picked, with nothing in flight:
+    /// `None` when the queue is empty; the earliest retry otherwise (a
+    /// group whose event waits for its retry holds its other events back);
+    /// a while from now when due events were there but not taken (a custom
+    /// selector declined them, or picking failed).
+    fn next_pick_time(&self, now: i64, declined: bool) -> Result<Option<i64>, Error> {
+        let reader = self.reader();
+        let next_due = queue_db::next_due(reader).map_err(|e| self.storage(e))?;
+        Ok(next_due.map(|due| {
+            if due > now {
+                due
+            } else if declined {
+                let retry = retry_time_after(reader, now).unwrap_or(None);
+                let later = now + self.def.options.queue_retry_base.as_millis() as i64;
+                retry.map_or(later, |r| r.min(later))
+            } else {
+                now
+            }
+        }))
+    }
+
+    /// Tries to end: records the queue mark from the committed queue, then
+    /// ends unless kicked meanwhile. Returns whether the pump ended.
+    fn end(&mut self) -> Result<bool, Error> {
+        let reader = self.reader();
+        let retry_base = self.def.options.queue_retry_base.as_millis() as i64;
+        let marked = self
+            .host
+            .inner
+            .index
+            .set_mark_from(self.actor(), self.key(), || {
+                let now = now_ms();
+                let Some(due) = queue_db::next_due(reader)? else {
+                    return Ok(None);
+                };
+                if due > now {
+                    return Ok(Some(due));
+                }
+                // Due events wait behind a retry in their group, or were
+                // declined: look again at the retry, or a while from now.
+                let later = now + retry_base;
+                let retry = retry_time_after(reader, now)?;
+                Ok(Some(retry.map_or(later, |r| r.min(later))))
+            })
+            .map_err(|e| self.storage(e))?;
+        marked.map_err(|e: rusqlite::Error| self.storage(e))?;
+        Ok(self.host.pump_may_end(&self.address, self.id))
+    }
+
+    /// Ends after an error, to try again in `after`.
+    fn end_for(&mut self, after: Duration) -> Result<(), Error> {
+        let at = now_ms() + after.as_millis() as i64;
+        self.host
+            .inner
+            .index
+            .set_mark_from(self.actor(), self.key(), || {
+                Ok::<_, rusqlite::Error>(Some(at))
+            })
+            .map_err(|e| self.storage(e))?
+            .map_err(|e| self.storage(e))?;
+        self.host.pump_may_end(&self.address, self.id);
+        Ok(())
+    }
+
+    /// Picks up to `free` due events that the policy allows now.
+    async fn pick(
+        &mut self,
+        policy: &QueuePolicy,
+        now: i64,
+        free: usize,
+    ) -> Result<Vec<QueuedEvent>, Error> {
+        let per_group = policy.per_group();
+        let mut busy =
+            queue_db::waiting_for_retry(self.reader(), now).map_err(|e| self.storage(e))?;
+        for group in self.in_flight.values() {
+            *busy.entry(group.clone()).or_default() += 1;
+        }
+        let mut skip_ids: Vec<i64> = self.in_flight.keys().copied().collect();
+        let mut full: Vec<String> = busy
+            .iter()
+            .filter(|(_, n)| **n >= per_group)
+            .map(|(g, _)| g.clone())
+            .collect();
+        if policy.mode == QueueMode::Custom {
+            return self
+                .pick_custom(now, free, per_group, busy, skip_ids, full)
+                .await;
+        }
+        let mut picked = Vec::new();
+        while picked.len() < free {
+            let groups: Vec<&str> = full.iter().map(String::as_str).collect();
+            let batch = queue_db::due_events(
+                self.reader(),
+                policy.mode,
+                now,
+                &skip_ids,
+                &groups,
+                free - picked.len(),
+            )
+            .map_err(|e| self.storage(e))?;
+            if batch.is_empty() {
+                break;
+            }
+            for event in batch {
+                let group = event.group.clone().unwrap_or_default();
+                let count = busy.entry(group.clone()).or_default();
+                *count += 1;
+                skip_ids.push(event.id);
+                picked.push(event);
+                if *count >= per_group {
+                    // Later events of this batch may be of this group:
+                    // ask again without it.
+                    full.push(group);
+                    break;
+                }
+            }
+        }
+        Ok(picked)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn pick_custom(
+        &mut self,
+        now: i64,
+        free: usize,
+        per_group: usize,
+        mut busy: HashMap<String, usize>,
+        skip_ids: Vec<i64>,
+        full: Vec<String>,
+    ) -> Result<Vec<QueuedEvent>, Error> {
+        let groups: Vec<&str> = full.iter().map(String::as_str).collect();
+        let offered = queue_db::due_events(
+            self.reader(),
+            QueueMode::Custom,
+            now,
+            &skip_ids,
+            &groups,
+            MAX_SELECT_EVENTS,
+        )
+        .map_err(|e| self.storage(e))?;
+        if offered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chosen = self
+            .host
+            .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
+                cell.select(&offered).await
+            })
+            .await?;
+        let mut by_id: HashMap<i64, QueuedEvent> = offered.into_iter().map(|e| (e.id, e)).collect();
+        if let Some(bad) = chosen.iter().find(|id| !by_id.contains_key(id)) {
+            return Err(Error::Failed {
+                actor: self.actor().into(),
+                key: self.key().into(),
+                during: "queue selector".into(),
+                code: "unknown-event".into(),
+                message: format!(
+                    "the selector returned id {bad}, which is not one of the pending events \
+                     it was given; nothing was claimed"
+                ),
+            });
+        }
+        let mut picked = Vec::new();
+        for id in chosen {
+            if picked.len() == free {
+                break;
+            }
+            let Some(event) = by_id.remove(&id) else {
+                continue; // named twice
+            };
+            let count = busy
+                .entry(event.group.clone().unwrap_or_default())
+                .or_default();
+            if *count < per_group {
+                *count += 1;
+                picked.push(event);
+            }
+        }
+        Ok(picked)
+    }
+
+    /// Starts processing `event` on the awake instance if it is free, or
+    /// on a worker.
+    async fn dispatch(&mut self, event: QueuedEvent) {
+        let runner = if !self.main_busy {
+            self.main_busy = true;
+            Runner::Main
+        } else if let Some(worker) = self.workers.pop() {
+            Runner::Worker(Box::new(worker))
+        } else {
+            match self.start_worker().await {
+                Ok(worker) => Runner::Worker(Box::new(worker)),
+                Err(e) => {
+                    tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot start a queue worker");
+                    return;
+                }
+            }
+        };
+        self.in_flight
+            .insert(event.id, event.group.clone().unwrap_or_default());
+        let host = self.host.clone();
+        let def = self.def.clone();
+        let address = self.address.clone();
+        self.tasks
+            .spawn(async move { process(host, def, address, runner, event).await });
+    }
+
+    async fn start_worker(&mut self) -> Result<Cell, Error> {
+        loop {
+            let started = self
+                .host
+                .start_cell(&self.def, &self.address, Origin::MustExist)
+                .await
+                .and_then(|mut cell| cell.commit_creation().map(|()| cell));
+            match started {
+                Err(Error::Conflict { .. }) => tokio::time::sleep(CONFLICT_PAUSE).await,
+                other => return other,
+            }
+        }
+    }
+
+    fn finished(&mut self, done: Done) -> Result<(), Error> {
+        self.in_flight.remove(&done.id);
+        match done.runner {
+            Runner::Main => self.main_busy = false,
+            // A worker that trapped is dropped; another starts when needed.
+            Runner::Worker(worker) if !worker.is_broken() => self.workers.push(*worker),
+            Runner::Worker(_) => {}
+        }
+        let waiters = &self.host.inner.waiters;
+        let (actor, key) = (&self.address.actor, &self.address.key);
+        match done.finished {
+            Finished::Processed(result) => {
+                waiters.answer(actor, key, done.id, EventOutcome::Processed(result));
+            }
+            Finished::Failed(error, AfterFailure::DeadLettered) => {
+                tracing::warn!(actor = &**actor, key = &**key, event = done.id, %error, "event dead-lettered");
+                waiters.answer(actor, key, done.id, EventOutcome::DeadLettered(error));
+            }
+            Finished::Failed(error, _) => {
+                tracing::info!(actor = &**actor, key = &**key, event = done.id, %error, "event failed; it will be retried");
+            }
+            Finished::Conflict => {}
+            Finished::Stuck(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// Processes one event on `runner`, then records a failure with the same
+/// runner. A conflict is retried here, after a pause.
+async fn process(
+    host: Host,
+    def: Arc<ActorDefinition>,
+    address: Address,
+    runner: Runner,
+    event: QueuedEvent,
+) -> Done {
+    let id = event.id;
+    let (actor, key) = (&*address.actor, &*address.key);
+    match runner {
+        Runner::Main => {
+            let processed = host
+                .with_cell(actor, key, Origin::MustExist, async |cell| {
+                    cell.process(&event).await
+                })
+                .await;
+            let finished = match processed {
+                Ok(result) => Finished::Processed(result),
+                Err(Error::Conflict { .. }) => {
+                    tokio::time::sleep(CONFLICT_PAUSE).await;
+                    Finished::Conflict
+                }
+                Err(e @ (Error::NoSuchInstance { .. } | Error::ShuttingDown)) => Finished::Stuck(e),
+                Err(e) => {
+                    let error = e.to_string();
+                    match host
+                        .with_cell(actor, key, Origin::MustExist, async |cell| {
+                            cell.record_failure(id, &error, &def.options)
+                        })
+                        .await
+                    {
+                        Ok(after) => Finished::Failed(error, after),
+                        Err(e) => Finished::Stuck(e),
+                    }
+                }
+            };
+            Done {
+                id,
+                runner: Runner::Main,
+                finished,
+            }
+        }
+        Runner::Worker(mut cell) => {
+            let finished = match cell.process(&event).await {
+                Ok(result) => Finished::Processed(result),
+                Err(Error::Conflict { .. }) => {
+                    tokio::time::sleep(CONFLICT_PAUSE).await;
+                    Finished::Conflict
+                }
+                Err(e) => {
+                    let error = e.to_string();
+                    let mut recorded = cell.record_failure(id, &error, &def.options);
+                    while let Err(Error::Conflict { .. }) = recorded {
+                        tokio::time::sleep(CONFLICT_PAUSE).await;
+                        recorded = cell.record_failure(id, &error, &def.options);
+                    }
+                    match recorded {
+                        Ok(after) => Finished::Failed(error, after),
+                        Err(e) => Finished::Stuck(e),
+                    }
+                }
+            };
+            Done {
+                id,
+                runner: Runner::Worker(cell),
+                finished,
+            }
+        }
+    }
+}
+
+/// The earliest retry time after `now`, if any event waits for one.
+fn retry_time_after(reader: &Connection, now: i64) -> rusqlite::Result<Option<i64>> {
+    reader
+        .prepare_cached("SELECT min(not_before) FROM _burrow_queue WHERE not_before > ?")?
+        .query_row([now], |r| r.get(0))
+}
+
+/// A read-only connection for picking events: it sees what is committed.
+fn open_reader(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(DB_BUSY_TIMEOUT)?;
+    Ok(conn)
+}

@@ -1,0 +1,423 @@
+//! The queue's tables in an instance database, and every statement on them.
+//!
+//! `_burrow_queue` holds pending events (an event in flight is still
+//! pending: it is deleted by the transaction that commits its processing).
+//! `_burrow_dead_letter` holds events that failed too often.
+//! `_burrow_queue_policy` holds the policy recorded at creation.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
+
+/// The queue's internal tables.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _burrow_queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    grp TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT
+);
+CREATE INDEX IF NOT EXISTS _burrow_queue_order ON _burrow_queue (priority, created_at, id);
+CREATE INDEX IF NOT EXISTS _burrow_queue_retry ON _burrow_queue (not_before);
+CREATE TABLE IF NOT EXISTS _burrow_dead_letter (
+    id INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    grp TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    failed_at INTEGER NOT NULL,
+    error TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _burrow_queue_policy (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    mode TEXT NOT NULL,
+    concurrency INTEGER
+);
+";
+
+const EVENT_COLUMNS: &str =
+    "id, type, payload, priority, grp, created_at, attempts, not_before, last_error";
+
+/// Whether the queue's tables exist (databases created before the queue
+/// existed get them at their next start).
+pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_burrow_queue'")?
+        .exists([])
+}
+
+fn group_of(stored: String) -> Option<String> {
+    if stored.is_empty() {
+        None
+    } else {
+        Some(stored)
+    }
+}
+
+fn event(row: &Row) -> rusqlite::Result<QueuedEvent> {
+    Ok(QueuedEvent {
+        id: row.get(0)?,
+        event_type: row.get(1)?,
+        payload: row.get(2)?,
+        priority: row.get(3)?,
+        group: group_of(row.get(4)?),
+        created_at: row.get(5)?,
+        attempts: row.get(6)?,
+        not_before: row.get(7)?,
+        last_error: row.get(8)?,
+    })
+}
+
+/// Why an append failed.
+#[derive(Debug)]
+pub(crate) enum AppendError {
+    /// The queue holds its limit of pending events.
+    Full(u64),
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for AppendError {
+    fn from(e: rusqlite::Error) -> Self {
+        AppendError::Sqlite(e)
+    }
+}
+
+/// Appends `event` (already checked) unless the queue is full; returns its id.
+pub(crate) fn append(
+    conn: &Connection,
+    event: &NewEvent,
+    now: i64,
+    max_pending: u64,
+) -> Result<i64, AppendError> {
+    let pending: i64 = conn
+        .prepare("SELECT count(*) FROM _burrow_queue")?
+        .query_row([], |r| r.get(0))?;
+    if pending as u64 >= max_pending {
+        return Err(AppendError::Full(max_pending));
+    }
+    conn.prepare(
+        "INSERT INTO _burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
+    )?
+    .execute(params![
+        event.event_type,
+        event.payload,
+        event.priority,
+        event.group.as_deref().unwrap_or(""),
+        now
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Deletes a processed event.
+pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<()> {
+    conn.prepare("DELETE FROM _burrow_queue WHERE id = ?")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// What became of a failed event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AfterFailure {
+    /// It will be retried at this time (ms since the Unix epoch).
+    Retry(i64),
+    /// It moved to the dead-letter table.
+    DeadLettered,
+    /// It is no longer pending (deleted meanwhile).
+    Gone,
+}
+
+/// Records a failed attempt of event `id`: raises its attempt count and
+/// either schedules its retry at `retry_at(failed_attempts)` or moves it to
+/// the dead-letter table once it has failed `max_attempts` times.
+pub(crate) fn record_failure(
+    conn: &Connection,
+    id: i64,
+    error: &str,
+    now: i64,
+    max_attempts: u32,
+    retry_at: impl Fn(u32) -> i64,
+) -> rusqlite::Result<AfterFailure> {
+    let attempts: Option<u32> = conn
+        .prepare("SELECT attempts FROM _burrow_queue WHERE id = ?")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    let Some(attempts) = attempts else {
+        return Ok(AfterFailure::Gone);
+    };
+    let failed = attempts.saturating_add(1);
+    if failed >= max_attempts {
+        conn.prepare(
+            "INSERT INTO _burrow_dead_letter
+                 (id, type, payload, priority, grp, created_at, attempts, failed_at, error)
+             SELECT id, type, payload, priority, grp, created_at, ?, ?, ?
+             FROM _burrow_queue WHERE id = ?",
+        )?
+        .execute(params![failed, now, error, id])?;
+        delete(conn, id)?;
+        return Ok(AfterFailure::DeadLettered);
+    }
+    let at = retry_at(failed);
+    conn.prepare(
+        "UPDATE _burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
+    )?
+    .execute(params![failed, at, error, id])?;
+    Ok(AfterFailure::Retry(at))
+}
+
+fn order_by(mode: QueueMode) -> &'static str {
+    match mode {
+        QueueMode::Fifo | QueueMode::Custom => "priority, created_at, id",
+        QueueMode::Lifo => "priority, created_at DESC, id DESC",
+        QueueMode::Random => "priority, random()",
+    }
+}
+
+/// Up to `limit` events due at `now`, in `mode`'s order, leaving out the
+/// ids and groups given.
+pub(crate) fn due_events(
+    conn: &Connection,
+    mode: QueueMode,
+    now: i64,
+    skip_ids: &[i64],
+    skip_groups: &[&str],
+    limit: usize,
+) -> rusqlite::Result<Vec<QueuedEvent>> {
+    let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
+    let groups = serde_json::to_string(skip_groups).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM _burrow_queue
+         WHERE not_before <= ?1
+           AND id NOT IN (SELECT value FROM json_each(?2))
+           AND grp NOT IN (SELECT value FROM json_each(?3))
+         ORDER BY {} LIMIT ?4",
+        order_by(mode)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    stmt.query_map(params![now, ids, groups, limit], event)?
+        .collect()
+}
+
+/// Per group, the events that wait for a retry (not due at `now`). Such an
+/// event keeps its place: it counts against its group's concurrency.
+pub(crate) fn waiting_for_retry(
+    conn: &Connection,
+    now: i64,
+) -> rusqlite::Result<HashMap<String, usize>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, count(*) FROM _burrow_queue WHERE not_before > ? GROUP BY grp",
+    )?;
+    stmt.query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
+        .collect()
+}
+
+/// When the earliest pending event is due (0 for at once), or `None` if
+/// the queue is empty.
+pub(crate) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT min(not_before) FROM _burrow_queue")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Number of pending events.
+pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.prepare("SELECT count(*) FROM _burrow_queue")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+}
+
+/// The first `limit` pending events in fifo order.
+pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<QueuedEvent>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM _burrow_queue ORDER BY priority, created_at, id LIMIT ?"
+    );
+    conn.prepare(&sql)?
+        .query_map([limit as i64], event)?
+        .collect()
+}
+
+/// The dead letters, oldest failure first.
+pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
+    conn.prepare(
+        "SELECT id, type, payload, priority, grp, created_at, attempts, failed_at, error
+         FROM _burrow_dead_letter ORDER BY failed_at, id LIMIT ?",
+    )?
+    .query_map([limit as i64], |row| {
+        Ok(DeadLetter {
+            id: row.get(0)?,
+            event_type: row.get(1)?,
+            payload: row.get(2)?,
+            priority: row.get(3)?,
+            group: group_of(row.get(4)?),
+            created_at: row.get(5)?,
+            attempts: row.get(6)?,
+            failed_at: row.get(7)?,
+            error: row.get(8)?,
+        })
+    })?
+    .collect()
+}
+
+/// Moves dead letter `id` back into the queue with no failed attempts, at
+/// its old place in the order. Returns whether there was such a dead letter.
+pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+    let moved = conn
+        .prepare(
+            "INSERT INTO _burrow_queue (id, type, payload, priority, grp, created_at)
+             SELECT id, type, payload, priority, grp, created_at
+             FROM _burrow_dead_letter WHERE id = ?",
+        )?
+        .execute([id])?;
+    conn.prepare("DELETE FROM _burrow_dead_letter WHERE id = ?")?
+        .execute([id])?;
+    Ok(moved > 0)
+}
+
+/// Deletes dead letter `id` for good. Returns whether there was one.
+pub(crate) fn drop_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare("DELETE FROM _burrow_dead_letter WHERE id = ?")?
+        .execute([id])?
+        > 0)
+}
+
+/// The recorded policy, or `None` if the instance has no queue.
+pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>> {
+    let row: Option<(String, Option<u32>)> = conn
+        .prepare("SELECT mode, concurrency FROM _burrow_queue_policy WHERE id = 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(row.and_then(|(mode, concurrency)| {
+        Some(QueuePolicy {
+            mode: QueueMode::parse(&mode)?,
+            concurrency,
+        })
+    }))
+}
+
+/// Records the policy (once, at creation or at the first start that
+/// offers one).
+pub(crate) fn record_policy(conn: &Connection, policy: &QueuePolicy) -> rusqlite::Result<()> {
+    conn.prepare("INSERT INTO _burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)")?
+        .execute(params![policy.mode.as_str(), policy.concurrency])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn
+    }
+
+    fn push(conn: &Connection, kind: &str, priority: i32, group: Option<&str>, at: i64) -> i64 {
+        let event = NewEvent {
+            event_type: kind.into(),
+            payload: "null".into(),
+            priority,
+            group: group.map(Into::into),
+        };
+        append(conn, &event, at, 100).unwrap()
+    }
+
+    fn types(events: &[QueuedEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.event_type.as_str()).collect()
+    }
+
+    #[test]
+    fn fifo_and_lifo_order_by_priority_then_age() {
+        let conn = queue();
+        push(&conn, "a", 5, None, 1);
+        push(&conn, "b", 0, None, 2);
+        push(&conn, "c", 5, None, 3);
+        push(&conn, "d", 0, None, 3);
+        let fifo = due_events(&conn, QueueMode::Fifo, 10, &[], &[], 10).unwrap();
+        assert_eq!(types(&fifo), ["b", "d", "a", "c"]);
+        let lifo = due_events(&conn, QueueMode::Lifo, 10, &[], &[], 10).unwrap();
+        assert_eq!(types(&lifo), ["d", "b", "c", "a"]);
+        let random = due_events(&conn, QueueMode::Random, 10, &[], &[], 10).unwrap();
+        let mut first: Vec<_> = types(&random[..2]).to_vec();
+        first.sort();
+        assert_eq!(first, ["b", "d"], "priority still comes first");
+    }
+
+    #[test]
+    fn skipped_ids_and_groups_are_left_out() {
+        let conn = queue();
+        let a = push(&conn, "a", 0, Some("g"), 1);
+        push(&conn, "b", 0, Some("g"), 2);
+        push(&conn, "c", 0, None, 3);
+        let due = due_events(&conn, QueueMode::Fifo, 10, &[a], &[], 10).unwrap();
+        assert_eq!(types(&due), ["b", "c"]);
+        let due = due_events(&conn, QueueMode::Fifo, 10, &[], &["g"], 10).unwrap();
+        assert_eq!(types(&due), ["c"]);
+        let due = due_events(&conn, QueueMode::Fifo, 10, &[], &[""], 10).unwrap();
+        assert_eq!(
+            types(&due),
+            ["a", "b"],
+            "the default group is the empty name"
+        );
+    }
+
+    #[test]
+    fn a_full_queue_refuses_more() {
+        let conn = queue();
+        let event = NewEvent {
+            event_type: "x".into(),
+            payload: "1".into(),
+            priority: 0,
+            group: None,
+        };
+        append(&conn, &event, 1, 2).unwrap();
+        append(&conn, &event, 1, 2).unwrap();
+        assert!(matches!(
+            append(&conn, &event, 1, 2),
+            Err(AppendError::Full(2))
+        ));
+    }
+
+    #[test]
+    fn failures_back_off_then_dead_letter_and_requeue_keeps_the_place() {
+        let conn = queue();
+        let id = push(&conn, "a", 0, Some("g"), 1);
+        let after = record_failure(&conn, id, "boom", 100, 3, |n| 100 + n as i64 * 10).unwrap();
+        assert_eq!(after, AfterFailure::Retry(110));
+        assert!(
+            due_events(&conn, QueueMode::Fifo, 105, &[], &[], 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(waiting_for_retry(&conn, 105).unwrap()["g"], 1);
+        assert_eq!(next_due(&conn).unwrap(), Some(110));
+        let event = &due_events(&conn, QueueMode::Fifo, 110, &[], &[], 10).unwrap()[0];
+        assert_eq!(
+            (event.attempts, event.last_error.as_deref()),
+            (1, Some("boom"))
+        );
+        record_failure(&conn, id, "boom", 120, 3, |_| 0).unwrap();
+        let after = record_failure(&conn, id, "last", 130, 3, |_| 0).unwrap();
+        assert_eq!(after, AfterFailure::DeadLettered);
+        assert_eq!(next_due(&conn).unwrap(), None);
+        let dead = dead_letters(&conn, 10).unwrap();
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
+        assert_eq!(dead[0].error, "last");
+        assert!(requeue(&conn, id).unwrap());
+        assert!(!requeue(&conn, id).unwrap());
+        let back = &pending(&conn, 10).unwrap()[0];
+        assert_eq!((back.id, back.attempts, back.created_at), (id, 0, 1));
+        assert_eq!(
+            record_failure(&conn, 999, "x", 1, 3, |_| 0).unwrap(),
+            AfterFailure::Gone
+        );
+    }
+}
