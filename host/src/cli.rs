@@ -3,8 +3,9 @@
 //! Exit codes: 0 success; 1 any other failure (unreachable server, bad
 //! manifest, storage); 2 bad command line; 3 not found (unknown actor,
 //! action, instance); 4 invalid input (arguments, key, actor name); 5 the
-//! action returned an error; 6 the guest trapped; 7 unavailable (timed out,
-//! overloaded, shutting down); 8 conflict (already exists).
+//! action returned an error, or a waited-for event was dead-lettered; 6 the
+//! guest trapped; 7 unavailable (timed out, overloaded, shutting down, queue
+//! full, a send whose wait ended first); 8 conflict (already exists).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -149,6 +150,72 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Append an event to an instance's queue:
+    /// `burrow send mailer main welcome '"ada@example.com"' --wait`.
+    Send {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Event type.
+        event_type: String,
+        /// Payload, JSON.
+        #[arg(default_value = "null")]
+        payload: String,
+        /// Lower values are processed first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// The event's group (events of a group share the policy's concurrency).
+        #[arg(long)]
+        group: Option<String>,
+        /// Wait until the event's processing commits, and print its result.
+        #[arg(long)]
+        wait: bool,
+        /// How long to wait (such as `30s`; default 30s).
+        #[arg(long, requires = "wait", value_parser = crate::config::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show an instance's queue: policy, pending events, dead letters
+    /// (read-only; works while a server runs).
+    Queue {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Ask this server instead of reading the data directory.
+        #[arg(long)]
+        url: Option<String>,
+        /// Data directory (default: the manifest's, else `.burrow`).
+        #[arg(long, env = "BURROW_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Move a dead letter back into its queue, with its attempts reset.
+    Requeue {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// The dead letter's event id.
+        id: i64,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete a dead letter for good.
+    Discard {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// The dead letter's event id.
+        id: i64,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
     /// Run the benchmark workloads and print their figures.
     Bench(crate::bench::BenchArgs),
 }
@@ -163,12 +230,13 @@ struct Failure {
 /// The exit code for an error code.
 pub fn exit_code(code: &str) -> u8 {
     match code {
-        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-route"
+        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event" | "no-route"
         | "method-not-allowed" => 3,
-        "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body" => 4,
-        "action-failed" => 5,
+        "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body"
+        | "invalid-event" | "payload-too-large" | "no-queue" => 4,
+        "action-failed" | "dead-lettered" => 5,
         "trapped" => 6,
-        "timeout" | "overloaded" | "shutting-down" => 7,
+        "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out" => 7,
         "already-exists" => 8,
         _ => 1,
     }
@@ -373,10 +441,115 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 serde_json::to_value(inspection).unwrap_or(Value::Null),
             ))
         }
+        Command::Send {
+            actor,
+            key,
+            event_type,
+            payload,
+            priority,
+            group,
+            wait,
+            timeout,
+            target,
+        } => {
+            let options = crate::SendOptions {
+                priority,
+                group,
+                wait: wait.then(|| timeout.unwrap_or(crate::config::DEFAULT_SEND_WAIT)),
+            };
+            let outcome = if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let outcome = host
+                    .send(&actor, &key, &event_type, &payload, options)
+                    .await;
+                host.shutdown().await;
+                serde_json::to_value(outcome?).unwrap_or(Value::Null)
+            } else {
+                Client::new(&target.url)
+                    .send(&actor, &key, &event_type, &payload, &options)
+                    .await?
+            };
+            send_outcome(outcome)
+        }
+        Command::Queue {
+            actor,
+            key,
+            url,
+            data_dir,
+        } => {
+            if let Some(url) = url {
+                return Ok(Some(Client::new(&url).queue(&actor, &key).await?));
+            }
+            let data_dir = match data_dir {
+                Some(dir) => dir,
+                None => load_manifest(&cli.manifest)?.data_dir(),
+            };
+            let view = crate::inspect::queue_view(&data_dir, &actor, &key)?
+                .ok_or_else(|| Error::NoQueue(actor.clone()))?;
+            Ok(Some(serde_json::to_value(view).unwrap_or(Value::Null)))
+        }
+        Command::Requeue {
+            actor,
+            key,
+            id,
+            target,
+        } => {
+            if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let result = host.requeue(&actor, &key, id).await;
+                host.shutdown().await;
+                result?;
+            } else {
+                Client::new(&target.url).requeue(&actor, &key, id).await?;
+            }
+            Ok(Some(json!({ "id": id, "status": "requeued" })))
+        }
+        Command::Discard {
+            actor,
+            key,
+            id,
+            target,
+        } => {
+            if target.local {
+                let host = start_host(&cli.manifest, &target.host).await?;
+                let result = host.drop_dead_letter(&actor, &key, id).await;
+                host.shutdown().await;
+                result?;
+            } else {
+                Client::new(&target.url).discard(&actor, &key, id).await?;
+            }
+            Ok(Some(json!({ "id": id, "status": "discarded" })))
+        }
         Command::Bench(args) => {
             let report = crate::bench::run(&cli.manifest, args).await?;
             Ok(Some(report))
         }
+    }
+}
+
+/// A send's outcome: printed when the event is queued or processed; a
+/// failure (with the outcome in its message) when it was dead-lettered or
+/// the wait ended first.
+fn send_outcome(outcome: Value) -> Result<Option<Value>, Failure> {
+    let id = &outcome["id"];
+    match outcome["status"].as_str() {
+        Some("processed") => Ok(Some(outcome["result"].clone())),
+        Some("dead-lettered") => Err(Failure {
+            code: "dead-lettered".into(),
+            message: format!(
+                "event {id} was dead-lettered: {}",
+                outcome["error"].as_str().unwrap_or("")
+            ),
+            exit: exit_code("dead-lettered"),
+        }),
+        Some("timed-out") => Err(Failure {
+            code: "timed-out".into(),
+            message: format!(
+                "event {id} is queued, but its processing did not commit within the wait"
+            ),
+            exit: exit_code("timed-out"),
+        }),
+        _ => Ok(Some(outcome)),
     }
 }
 

@@ -52,7 +52,10 @@ impl Client {
         )
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<(u16, String), ClientError> {
+    async fn request(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(u16, String), ClientError> {
         let response = request.send().await.map_err(|e| ClientError {
             status: None,
             code: "unreachable".into(),
@@ -94,7 +97,7 @@ impl Client {
             .post(url)
             .header("content-type", "application/json")
             .body(args.to_owned());
-        Ok(self.send(request).await?.1)
+        Ok(self.request(request).await?.1)
     }
 
     /// Creates the instance with `input` (JSON text).
@@ -103,12 +106,12 @@ impl Client {
             .http
             .put(self.instance_url(actor, key))
             .body(input.to_owned());
-        self.send(request).await.map(drop)
+        self.request(request).await.map(drop)
     }
 
     /// Destroys the instance.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), ClientError> {
-        self.send(self.http.delete(self.instance_url(actor, key)))
+        self.request(self.http.delete(self.instance_url(actor, key)))
             .await
             .map(drop)
     }
@@ -116,21 +119,79 @@ impl Client {
     /// The instance's state.
     pub async fn state(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
         let url = format!("{}/state", self.instance_url(actor, key));
-        let (_, text) = self.send(self.http.get(url)).await?;
+        let (_, text) = self.request(self.http.get(url)).await?;
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
     /// The instance's state and tables.
     pub async fn inspect(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
         let (_, text) = self
-            .send(self.http.get(self.instance_url(actor, key)))
+            .request(self.http.get(self.instance_url(actor, key)))
             .await?;
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Appends an event to the instance's queue; with `options.wait`, waits
+    /// for its processing. Returns the outcome: `{"status": "queued" |
+    /// "processed" | "dead-lettered" | "timed-out", "id", ...}`.
+    pub async fn send(
+        &self,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: &crate::SendOptions,
+    ) -> Result<Value, ClientError> {
+        let payload: Value = serde_json::from_str(payload).map_err(|e| ClientError {
+            status: None,
+            code: "invalid-event".into(),
+            message: format!("the payload is not valid JSON: {e}"),
+        })?;
+        let mut body = serde_json::json!({
+            "type": event_type,
+            "payload": payload,
+            "priority": options.priority,
+            "group": options.group,
+        });
+        if let Some(wait) = options.wait {
+            body["wait"] = true.into();
+            body["timeout_ms"] = (wait.as_millis() as u64).into();
+        }
+        let url = format!("{}/queue", self.instance_url(actor, key));
+        let request = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        let (_, text) = self.request(request).await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The instance's queue: policy, pending events and dead letters.
+    pub async fn queue(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        let url = format!("{}/queue", self.instance_url(actor, key));
+        let (_, text) = self.request(self.http.get(url)).await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Moves a dead letter back into the queue.
+    pub async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
+        let url = format!(
+            "{}/queue/dead-letters/{id}/requeue",
+            self.instance_url(actor, key)
+        );
+        self.request(self.http.post(url)).await.map(drop)
+    }
+
+    /// Deletes a dead letter for good.
+    pub async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
+        let url = format!("{}/queue/dead-letters/{id}", self.instance_url(actor, key));
+        self.request(self.http.delete(url)).await.map(drop)
+    }
+
     /// Whether the server answers its health check.
     pub async fn healthy(&self) -> bool {
-        self.send(self.http.get(format!("{}/healthz", self.base)))
+        self.request(self.http.get(format!("{}/healthz", self.base)))
             .await
             .is_ok()
     }

@@ -70,6 +70,8 @@ pub const MAX_PROCESS_CALLS_PER_INSTANCE: usize = 16;
 pub const MAX_SELECT_EVENTS: usize = 1000;
 /// How long a sender waits for its event's processing by default.
 pub const DEFAULT_SEND_WAIT: Duration = Duration::from_secs(30);
+/// Longest wait a sender may ask for.
+pub const MAX_SEND_WAIT: Duration = Duration::from_secs(600);
 /// How long a call waits for the instance's database while a concurrent
 /// call of the same instance writes, before it is rolled back and re-run.
 pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(10);

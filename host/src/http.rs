@@ -8,14 +8,18 @@
 //! | `GET /actors/{actor}/{key}` | | 200 and the inspection (state and tables) |
 //! | `DELETE /actors/{actor}/{key}` | | 204 |
 //! | `GET /actors/{actor}` | | 200 and `{"keys": [...]}` |
+//! | `POST /actors/{actor}/{key}/queue` | `{"type", "payload", "priority", "group", "wait", "timeout_ms"}` | 202 `{"status": "queued", "id"}`; with `"wait": true`, 200 `{"status": "processed", "id", "result"}` or `{"status": "dead-lettered", "id", "error"}`, or 202 `{"status": "timed-out", "id"}` |
+//! | `GET /actors/{actor}/{key}/queue` | | 200 and the queue: policy, pending events, dead letters |
+//! | `POST /actors/{actor}/{key}/queue/dead-letters/{id}/requeue` | | 200 |
+//! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 404 (unknown actor, action, instance or route), 405
 //! (a method the route does not take), 409
-//! (already exists), 413 (body too large), 422 (the action returned an
-//! error), 500 (the guest trapped) or 503 (overloaded, timed out, shutting
-//! down).
+//! (already exists), 413 (body or payload too large), 422 (the action
+//! returned an error), 429 (the queue is full), 500 (the guest trapped) or
+//! 503 (overloaded, timed out, shutting down).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -30,9 +34,10 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
-use crate::config::MAX_ARGS_BYTES;
+use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_SEND_WAIT};
 use crate::error::Error;
 use crate::host::Host;
+use crate::queue::api::SendOptions;
 
 /// An HTTP error answer.
 pub struct ApiError {
@@ -103,6 +108,15 @@ pub fn router(host: Host) -> Router {
         )
         .route("/actors/{actor}/{key}/state", get(state))
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
+        .route("/actors/{actor}/{key}/queue", get(queue).post(send))
+        .route(
+            "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
+            post(requeue),
+        )
+        .route(
+            "/actors/{actor}/{key}/queue/dead-letters/{id}",
+            axum::routing::delete(discard),
+        )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
@@ -247,4 +261,88 @@ async fn list_keys(
     let Path(actor) = path?;
     let keys = host.keys(&actor)?;
     Ok(axum::Json(json!({ "keys": keys })))
+}
+
+/// The body of `POST /actors/{actor}/{key}/queue`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendBody {
+    #[serde(rename = "type")]
+    event_type: String,
+    #[serde(default)]
+    payload: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    group: Option<String>,
+    #[serde(default)]
+    wait: bool,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+async fn send(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    let body = body?;
+    let invalid = |message: String| Error::InvalidEvent {
+        actor: actor.clone(),
+        message,
+    };
+    let body: SendBody = serde_json::from_slice(&body).map_err(|e| {
+        invalid(format!(
+            "the body must be {{\"type\": ..., \"payload\": ...}} (optional: priority, group, wait, timeout_ms): {e}"
+        ))
+    })?;
+    let wait = match (body.wait, body.timeout_ms) {
+        (false, Some(_)) => {
+            return Err(invalid("timeout_ms needs \"wait\": true".into()).into());
+        }
+        (false, None) => None,
+        (true, None) => Some(DEFAULT_SEND_WAIT),
+        (true, Some(ms)) => Some(std::time::Duration::from_millis(ms).min(MAX_SEND_WAIT)),
+    };
+    let payload = body.payload.as_deref().map_or("null", |p| p.get());
+    let options = SendOptions {
+        priority: body.priority,
+        group: body.group,
+        wait,
+    };
+    let outcome = host
+        .send(&actor, &key, &body.event_type, payload, options)
+        .await?;
+    let status = StatusCode::from_u16(outcome.http_status()).unwrap_or(StatusCode::OK);
+    Ok((status, axum::Json(outcome)).into_response())
+}
+
+async fn queue(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path((actor, key)) = path?;
+    let view = host.queue(&actor, &key)?;
+    Ok(axum::Json(
+        serde_json::to_value(view).unwrap_or(Value::Null),
+    ))
+}
+
+async fn requeue(
+    State(host): State<Host>,
+    path: Result<Path<(String, String, i64)>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path((actor, key, id)) = path?;
+    host.requeue(&actor, &key, id).await?;
+    Ok(axum::Json(json!({ "id": id, "status": "requeued" })))
+}
+
+async fn discard(
+    State(host): State<Host>,
+    path: Result<Path<(String, String, i64)>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let Path((actor, key, id)) = path?;
+    host.drop_dead_letter(&actor, &key, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -255,3 +255,188 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
         "{out:?}"
     );
 }
+
+fn write_queue_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.queue-probe]\ncomponent = {:?}\n\
+             queue_retry_base = \"20ms\"\nqueue_retry_cap = \"100ms\"\nqueue_max_attempts = 3\n",
+            programs::QUEUE_PROBE
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).trim().to_owned()
+}
+
+#[test]
+fn send_wait_queue_requeue_and_discard_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_queue_manifest(dir.path());
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let cli = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--url", &url]);
+        burrow(&manifest, &all)
+    };
+
+    let out = cli(&["send", "queue-probe", "k", "hello", "{}", "--wait"]);
+    assert!(out.status.success(), "{out:?}");
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["attempt"], 1);
+
+    let out = cli(&[
+        "send",
+        "queue-probe",
+        "k",
+        "hello",
+        "--priority",
+        "-3",
+        "--json",
+    ]);
+    let queued: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(queued["result"]["status"], "queued", "{out:?}");
+
+    let failing = r#"{"until_healed": true}"#;
+    let out = cli(&["send", "queue-probe", "k", "fail", failing, "--wait"]);
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    assert!(stderr(&out).contains("dead-lettered"), "{out:?}");
+
+    // `queue` reads the data directory while the server runs.
+    let out = burrow(&manifest, &["queue", "queue-probe", "k"]);
+    let view: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let dead = &view["dead_letters"][0];
+    assert_eq!(dead["attempts"], 3, "{view}");
+    assert_eq!(dead["payload"], json!({"until_healed": true}));
+    let id = dead["id"].to_string();
+    let out = burrow(&manifest, &["inspect", "queue-probe", "k"]);
+    let inspection: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(inspection["queue"]["dead_letters"][0]["id"].to_string(), id);
+
+    let out = cli(&["call", "queue-probe", "k", "heal"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = cli(&["requeue", "queue-probe", "k", &id]);
+    assert!(out.status.success(), "{out:?}");
+    let out = cli(&["discard", "queue-probe", "k", &id]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "requeued, so no dead letter: {out:?}"
+    );
+
+    let out = cli(&["send", "queue-probe", "k", "x", "{oops"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let out = cli(&["send", "queue-probe", "k", "x", "--timeout", "1s"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--timeout needs --wait: {out:?}"
+    );
+    server.stop();
+}
+
+/// Waits until the instance's queue is empty, reading the data directory
+/// (no call reaches the instance).
+fn wait_for_empty_queue(manifest: &Path, key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = burrow(manifest, &["queue", "queue-probe", key]);
+        let view: Value = serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null);
+        if view["pending_count"] == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the queue of {key} did not drain: {view}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn kill_9_during_processing_loses_no_event_and_applies_none_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_queue_manifest(dir.path());
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let keys = [
+        ("serial", json!({})),
+        ("parallel", json!({"concurrency": 4})),
+    ];
+    for (key, config) in &keys {
+        let out = burrow(
+            &manifest,
+            &[
+                "create",
+                "queue-probe",
+                key,
+                &config.to_string(),
+                "--url",
+                &url,
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+        let events: Vec<Value> = (0..200)
+            .map(|_| json!({"type": "slow", "payload": {"ms": 4}}))
+            .collect();
+        let out = burrow(
+            &manifest,
+            &[
+                "call",
+                "queue-probe",
+                key,
+                "enqueue",
+                &json!([events]).to_string(),
+                "--url",
+                &url,
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    let mut server = Some(server);
+    let mut killed_mid_way = 0;
+    for pause in [150, 300, 220] {
+        std::thread::sleep(Duration::from_millis(pause));
+        let out = burrow(&manifest, &["queue", "queue-probe", "serial"]);
+        let view: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let pending = view["pending_count"].as_u64().unwrap();
+        if 0 < pending && pending < 200 {
+            killed_mid_way += 1;
+        }
+        let mut serve = server.take().unwrap();
+        serve.child.kill().unwrap(); // SIGKILL
+        serve.child.wait().unwrap();
+        server = Some(Serve::start(&manifest));
+    }
+    assert!(
+        killed_mid_way > 0,
+        "no kill landed while events were processed"
+    );
+    // Nobody calls: the queues resume by themselves.
+    for (key, _) in &keys {
+        wait_for_empty_queue(&manifest, key);
+    }
+    let url = server.as_ref().unwrap().url.clone();
+    for (key, _) in &keys {
+        let out = burrow(
+            &manifest,
+            &["call", "queue-probe", key, "log", "--url", &url],
+        );
+        let log: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let mut ids: Vec<i64> = log
+            .iter()
+            .map(|e| e["event_id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 200, "{key}: every event applied once");
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 200, "{key}: no event applied twice");
+    }
+    server.unwrap().stop();
+}

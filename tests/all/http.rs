@@ -256,3 +256,87 @@ async fn strange_keys_over_http_are_keys_or_clear_4xx() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_queue_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = queue_probe();
+    spec.options.queue_max_attempts = 1;
+    let server = Server::start(start(dir.path(), &[spec, counter()]).await).await;
+    let client = Client::new(&server.url);
+    let queue = format!("{}/actors/queue-probe/k/queue", server.url);
+
+    let (status, body) = raw(
+        reqwest::Method::POST,
+        &queue,
+        r#"{"type": "x", "payload": {"a": 1}}"#,
+    )
+    .await;
+    assert_eq!((status, &body["status"]), (202, &json!("queued")), "{body}");
+    let (status, body) = raw(
+        reqwest::Method::POST,
+        &queue,
+        r#"{"type": "x", "wait": true, "timeout_ms": 20000}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "processed");
+    assert_eq!(body["result"]["attempt"], 1);
+
+    let wait = burrow::SendOptions {
+        wait: Some(std::time::Duration::from_secs(20)),
+        ..Default::default()
+    };
+    let outcome = client
+        .send("queue-probe", "k", "fail", "{}", &wait)
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "dead-lettered", "{outcome}");
+    let id = outcome["id"].as_i64().unwrap();
+    let view = client.queue("queue-probe", "k").await.unwrap();
+    assert_eq!(view["dead_letters"][0]["id"], id);
+    assert_eq!(view["policy"], json!({"mode": "fifo", "concurrency": 1}));
+    client.requeue("queue-probe", "k", id).await.unwrap();
+    let view = eventually(
+        std::time::Duration::from_secs(20),
+        "the dead letter again",
+        async || {
+            let view = client.queue("queue-probe", "k").await.unwrap();
+            (view["dead_letters"][0]["id"] == id).then_some(view)
+        },
+    )
+    .await;
+    assert_eq!(view["dead_letters"][0]["attempts"], 1);
+    client.discard("queue-probe", "k", id).await.unwrap();
+    let e = client.discard("queue-probe", "k", id).await.unwrap_err();
+    assert_eq!((e.status, e.code.as_str()), (Some(404), "no-such-event"));
+
+    // Bad sends: 4xx with a code that names the problem.
+    for (body, status, code) in [
+        (r#"{"payload": 1}"#, 400, "invalid-event"),
+        (r#"{"type": "x", "colour": 1}"#, 400, "invalid-event"),
+        (r#"{"type": "x", "timeout_ms": 5}"#, 400, "invalid-event"),
+        (r#"not json"#, 400, "invalid-event"),
+        (r#"{"type": ""}"#, 400, "invalid-event"),
+    ] {
+        let (got, answer) = raw(reqwest::Method::POST, &queue, body).await;
+        assert_eq!(
+            (got, answer["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{body}: {answer}"
+        );
+    }
+    let counter_queue = format!("{}/actors/counter/k/queue", server.url);
+    let (got, answer) = raw(reqwest::Method::POST, &counter_queue, r#"{"type": "x"}"#).await;
+    assert_eq!(
+        (got, answer["error"]["code"].as_str()),
+        (400, Some("no-queue"))
+    );
+    let nobody = format!("{}/actors/nobody/k/queue", server.url);
+    let (got, _) = raw(reqwest::Method::POST, &nobody, r#"{"type": "x"}"#).await;
+    assert_eq!(got, 404);
+    let bad_id = format!("{queue}/dead-letters/abc/requeue");
+    let (got, _) = raw(reqwest::Method::POST, &bad_id, "").await;
+    assert_eq!(got, 400);
+    server.stop().await;
+}

@@ -40,6 +40,7 @@ pub enum SendOutcome {
         /// The event's id.
         id: i64,
         /// `process`'s result, JSON text.
+        #[serde(serialize_with = "crate::queue::json_text")]
         result: String,
     },
     /// The event failed too often and is in the dead-letter table.
@@ -57,6 +58,15 @@ pub enum SendOutcome {
 }
 
 impl SendOutcome {
+    /// The HTTP status that carries this outcome: 200 when the event's
+    /// fate is known, 202 when it is queued.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            SendOutcome::Processed { .. } | SendOutcome::DeadLettered { .. } => 200,
+            SendOutcome::Queued { .. } | SendOutcome::TimedOut { .. } => 202,
+        }
+    }
+
     /// The event's id.
     pub fn id(&self) -> i64 {
         match self {

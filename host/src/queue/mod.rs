@@ -132,7 +132,10 @@ pub struct NewEvent {
 }
 
 /// Writes JSON text as the JSON value it holds.
-fn json_text<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn json_text<S: serde::Serializer>(
+    text: &str,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     match serde_json::from_str::<&serde_json::value::RawValue>(text) {
         Ok(raw) => raw.serialize(serializer),
         Err(_) => serializer.serialize_str(text),
