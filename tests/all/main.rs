@@ -9,6 +9,7 @@ mod cli;
 mod concurrency;
 mod counter;
 mod errors;
+mod examples;
 mod http;
 mod lifecycle;
 mod loading;

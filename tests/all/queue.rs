@@ -500,3 +500,28 @@ async fn a_destroyed_instance_stops_processing_and_its_waiters_hear_of_it() {
     ));
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_event_waiting_for_a_retry_holds_its_place_in_its_group_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[queue_probe()]).await;
+    create(&host, "k", json!({})).await;
+    enqueue(
+        &host,
+        "k",
+        json!([
+            {"type": "fail", "payload": {"until": 3}, "group": "a"},
+            {"type": "after", "group": "a"},
+            {"type": "other", "group": "b"},
+        ]),
+    )
+    .await;
+    let log = log_of(&host, "k", 3).await;
+    let order = types(&log);
+    assert_eq!(
+        order[0], "other",
+        "group b does not wait for group a: {order:?}"
+    );
+    assert_eq!(&order[1..], ["fail", "after"], "group a keeps its order");
+    host.shutdown().await;
+}

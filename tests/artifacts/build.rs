@@ -14,6 +14,10 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("NO_EXPORTS", "no-exports", "no_exports"),
     ("STRAY_IMPORT", "stray-import", "stray_import"),
     ("QUEUE_PROBE", "queue-probe", "queue_probe"),
+    ("MAILER", "mailer", "mailer"),
+    ("ROUTER", "router", "router"),
+    ("CODER", "coder", "coder"),
+    ("ALERTS", "alerts", "alerts"),
 ];
 
 fn main() {
@@ -34,6 +38,10 @@ fn main() {
         "tests/programs",
         "examples/counter",
         "examples/counter-py",
+        "examples/mailer",
+        "examples/router",
+        "examples/coder",
+        "examples/alerts",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
