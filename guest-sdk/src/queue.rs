@@ -10,7 +10,7 @@
 //!
 //! fn process(event: Event) -> Result<()> {
 //!     let email: String = event.payload()?;
-//!     burrow_sdk::log::info(&format!("welcome, {email}"));
+//!     burrow_sdk::log::info(format!("welcome, {email}"));
 //!     Ok(())
 //! }
 //!

@@ -36,7 +36,7 @@ fn enqueue(email: String) -> Result<u64> {
 
 fn process(event: Event) -> Result<String> {
     let job: Welcome = event.payload()?;
-    log::info(&format!("sending welcome email to {}", job.email));
+    log::info(format!("sending welcome email to {}", job.email));
     db::execute(
         "INSERT INTO sent (job, email, attempt) VALUES (?, ?, ?)",
         (event.id as i64, job.email.as_str(), event.attempt),
