@@ -525,3 +525,25 @@ async fn an_event_waiting_for_a_retry_holds_its_place_in_its_group_only() {
     assert_eq!(&order[1..], ["fail", "after"], "group a keeps its order");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn many_groups_are_picked_by_a_scan_and_each_event_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[queue_probe()]).await;
+    create(&host, "k", json!({})).await;
+    // More groups than the pump looks at one by one.
+    let events: Vec<Value> = (0..90)
+        .map(|i| json!({"type": "incr", "payload": {"ms": 0}, "group": format!("g{i}")}))
+        .collect();
+    enqueue(&host, "k", json!(events)).await;
+    let log = log_of(&host, "k", 90).await;
+    let mut ids: Vec<i64> = log
+        .iter()
+        .map(|e| e["event_id"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 90);
+    assert_eq!(call(&host, ACTOR, "k", "counter", "[]").await, 90);
+    host.shutdown().await;
+}

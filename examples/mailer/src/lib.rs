@@ -34,6 +34,19 @@ fn enqueue(email: String) -> Result<u64> {
     queue::append("welcome", &Welcome { email })
 }
 
+/// Queues a welcome email for each address, in one transaction.
+fn enqueue_many(emails: Vec<String>) -> Result<usize> {
+    for email in &emails {
+        queue::append(
+            "welcome",
+            &Welcome {
+                email: email.clone(),
+            },
+        )?;
+    }
+    Ok(emails.len())
+}
+
 fn process(event: Event) -> Result<String> {
     let job: Welcome = event.payload()?;
     log::info(format!("sending welcome email to {}", job.email));
@@ -55,5 +68,5 @@ fn sent() -> Result<Vec<String>> {
 burrow_sdk::actor! {
     migrate: migrate,
     queue: { policy: Policy::fifo(), process: process },
-    actions: [enqueue, sent],
+    actions: [enqueue, enqueue_many, sent],
 }

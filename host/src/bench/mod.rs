@@ -4,16 +4,18 @@
 //! - W2: 64 instances with 64 calls in flight.
 //! - W3: first call to N new instances (create), then the first call to each
 //!   after a restart of the host (wake).
+//! - W4: the queue, on the manifest's `mailer` actor (see [`queue`]).
 //! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters,
 //!   reporting errors and the peak memory of the process.
 //! - The floor: W1 and W3 done by [`floor`], a minimal program with wasmtime
 //!   and rusqlite and nothing of Burrow in between, so that Burrow's
 //!   overhead is a ratio measured in the same run.
 //!
-//! Every workload uses the `counter` actor of the manifest.
+//! W1 to W3 use the `counter` actor of the manifest.
 
 mod floor;
 pub mod load;
+mod queue;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -47,6 +49,12 @@ pub struct BenchArgs {
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
     pub on_demand: bool,
+    /// Jobs in W4.
+    #[arg(long, default_value_t = 10_000)]
+    pub w4_jobs: usize,
+    /// Run only W4 (the queue), and W1 in-process to compare with.
+    #[arg(long)]
+    pub queue: bool,
     /// Run only the load workload: 64 HTTP clients for this many seconds on
     /// the manifest's counters (every actor named `counter*`).
     #[arg(long, value_name = "SECONDS")]
@@ -144,6 +152,23 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     }
     let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
+    if args.queue {
+        let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
+        host.call("counter", "w1", "increment", "[1]").await?;
+        let w1 = timed(args.ops, async |_| {
+            Ok(host
+                .call("counter", "w1", "increment", "[1]")
+                .await
+                .map(drop)?)
+        })
+        .await?;
+        host.shutdown().await;
+        eprintln!("W1 in-process: {}", w1.to_json());
+        report.insert("w1_in_process".into(), w1.to_json());
+        let w4 = w4(manifest, &dir("w4"), &args).await?;
+        report.insert("w4".into(), w4);
+        return Ok(Value::Object(report));
+    }
 
     // W1, in-process.
     let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
@@ -223,6 +248,8 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     report.insert("w3_create".into(), create.to_json());
     report.insert("w3_wake".into(), wake.to_json());
 
+    report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
+
     // The floor, on the same machine in the same run.
     let floor = floor::run(&spec.component, &dir("floor"), args.ops, args.instances)
         .await
@@ -247,6 +274,16 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         }),
     );
     Ok(Value::Object(report))
+}
+
+async fn w4(manifest: &Path, dir: &Path, args: &BenchArgs) -> Result<Value> {
+    let manifest = Manifest::load(manifest)?;
+    let Some(spec) = manifest.actors.get("mailer") else {
+        bail!("the manifest has no `mailer` actor, which W4 uses");
+    };
+    let w4 = queue::run(config(dir, args), spec, args.w4_jobs).await?;
+    eprintln!("W4: {w4}");
+    Ok(w4)
 }
 
 /// Starts a host and times one call to each of `n` instances: creations on

@@ -43,6 +43,11 @@ use crate::storage::queue::{self as queue_db, AfterFailure};
 /// A pump is kept awake this long when its next event is due soon, rather
 /// than ending and being started again by the queue timer.
 const STAY_FOR: Duration = Duration::from_secs(1);
+/// How long a pump with an empty queue waits for new events before it ends.
+const LINGER: Duration = Duration::from_millis(500);
+/// Up to this many groups with pending events, events are picked from the
+/// head of each group; past it, by one scan in the mode's order.
+const MAX_GROUPS_BY_HEAD: usize = 64;
 /// Pause before an event whose processing met a concurrent call is picked again.
 const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
 
@@ -251,6 +256,13 @@ impl Run {
                 let next = self.next_pick_time(now, declined)?;
                 match next {
                     None => {
+                        // Linger a little: a sender that waits for each event
+                        // would otherwise start a new pump every time.
+                        let linger = tokio::time::sleep(LINGER);
+                        tokio::select! {
+                            _ = self.shared.wake.notified() => continue,
+                            _ = linger => {}
+                        }
                         if self.end()? {
                             return Ok(());
                         }
@@ -383,6 +395,11 @@ impl Run {
                 .pick_custom(now, free, per_group, busy, skip_ids, full)
                 .await;
         }
+        let groups =
+            queue_db::groups(self.reader(), MAX_GROUPS_BY_HEAD + 1).map_err(|e| self.storage(e))?;
+        if groups.len() <= MAX_GROUPS_BY_HEAD {
+            return self.pick_by_group(policy, now, free, &busy, &skip_ids, &groups);
+        }
         let mut picked = Vec::new();
         while picked.len() < free {
             let groups: Vec<&str> = full.iter().map(String::as_str).collect();
@@ -413,6 +430,52 @@ impl Run {
             }
         }
         Ok(picked)
+    }
+
+    /// Picks from the head of each group that has room, then merges the
+    /// heads in the mode's order. Costs one index lookup per group, however
+    /// long the queue.
+    fn pick_by_group(
+        &self,
+        policy: &QueuePolicy,
+        now: i64,
+        free: usize,
+        busy: &HashMap<String, usize>,
+        skip_ids: &[i64],
+        groups: &[String],
+    ) -> Result<Vec<QueuedEvent>, Error> {
+        let per_group = policy.per_group();
+        let mut heads = Vec::new();
+        for group in groups {
+            let room = per_group.saturating_sub(busy.get(group).copied().unwrap_or(0));
+            if room == 0 {
+                continue;
+            }
+            let head = queue_db::group_head(
+                self.reader(),
+                policy.mode,
+                group,
+                now,
+                skip_ids,
+                room.min(free),
+            )
+            .map_err(|e| self.storage(e))?;
+            heads.extend(head);
+        }
+        match policy.mode {
+            QueueMode::Lifo => heads.sort_by_key(|(e, _)| {
+                (
+                    e.priority,
+                    std::cmp::Reverse(e.created_at),
+                    std::cmp::Reverse(e.id),
+                )
+            }),
+            QueueMode::Random => heads.sort_by_key(|(e, random)| (e.priority, *random)),
+            QueueMode::Fifo | QueueMode::Custom => {
+                heads.sort_by_key(|(e, _)| (e.priority, e.created_at, e.id))
+            }
+        }
+        Ok(heads.into_iter().take(free).map(|(e, _)| e).collect())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -25,6 +25,8 @@ CREATE TABLE IF NOT EXISTS _burrow_queue (
     last_error TEXT
 );
 CREATE INDEX IF NOT EXISTS _burrow_queue_order ON _burrow_queue (priority, created_at, id);
+CREATE INDEX IF NOT EXISTS _burrow_queue_group_fifo ON _burrow_queue (grp, priority, created_at, id);
+CREATE INDEX IF NOT EXISTS _burrow_queue_group_lifo ON _burrow_queue (grp, priority, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS _burrow_queue_retry ON _burrow_queue (not_before);
 CREATE TABLE IF NOT EXISTS _burrow_dead_letter (
     id INTEGER PRIMARY KEY,
@@ -182,6 +184,9 @@ fn order_by(mode: QueueMode) -> &'static str {
 
 /// Up to `limit` events due at `now`, in `mode`'s order, leaving out the
 /// ids and groups given.
+///
+/// The scan walks the index of the mode's order and stops at `limit` (the
+/// `+` keeps SQLite from scanning the retry index and sorting instead).
 pub(crate) fn due_events(
     conn: &Connection,
     mode: QueueMode,
@@ -194,7 +199,7 @@ pub(crate) fn due_events(
     let groups = serde_json::to_string(skip_groups).unwrap_or_else(|_| "[]".into());
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM _burrow_queue
-         WHERE not_before <= ?1
+         WHERE +not_before <= ?1
            AND id NOT IN (SELECT value FROM json_each(?2))
            AND grp NOT IN (SELECT value FROM json_each(?3))
          ORDER BY {} LIMIT ?4",
@@ -206,15 +211,61 @@ pub(crate) fn due_events(
         .collect()
 }
 
+/// Up to `limit` groups that have pending events, in name order. Each step
+/// is one index lookup, so this costs nothing like a scan of the queue.
+pub(crate) fn groups(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH RECURSIVE g(grp, n) AS (
+             SELECT (SELECT min(grp) FROM _burrow_queue), 1
+             UNION ALL
+             SELECT (SELECT min(grp) FROM _burrow_queue WHERE grp > g.grp), n + 1
+             FROM g WHERE g.grp IS NOT NULL AND n < ?
+         )
+         SELECT grp FROM g WHERE grp IS NOT NULL",
+    )?;
+    stmt.query_map([limit as i64], |r| r.get(0))?.collect()
+}
+
+/// Up to `limit` events of `group` due at `now`, in `mode`'s order (for
+/// `random`, lower priorities first, then at random), leaving out `skip_ids`.
+/// Each comes with a random number to merge groups by, in `random` mode.
+pub(crate) fn group_head(
+    conn: &Connection,
+    mode: QueueMode,
+    group: &str,
+    now: i64,
+    skip_ids: &[i64],
+    limit: usize,
+) -> rusqlite::Result<Vec<(QueuedEvent, i64)>> {
+    let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS}, random() FROM _burrow_queue
+         WHERE grp = ?1 AND +not_before <= ?2
+           AND id NOT IN (SELECT value FROM json_each(?3))
+         ORDER BY {} LIMIT ?4",
+        order_by(mode)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    stmt.query_map(params![group, now, ids, limit], |row| {
+        Ok((event(row)?, row.get(9)?))
+    })?
+    .collect()
+}
+
+// Without the hint SQLite prefers a group index, for the GROUP BY, and
+// scans the whole queue.
+const WAITING_FOR_RETRY: &str =
+    "SELECT grp, count(*) FROM _burrow_queue INDEXED BY _burrow_queue_retry
+     WHERE not_before > ? GROUP BY grp";
+
 /// Per group, the events that wait for a retry (not due at `now`). Such an
 /// event keeps its place: it counts against its group's concurrency.
 pub(crate) fn waiting_for_retry(
     conn: &Connection,
     now: i64,
 ) -> rusqlite::Result<HashMap<String, usize>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT grp, count(*) FROM _burrow_queue WHERE not_before > ? GROUP BY grp",
-    )?;
+    let mut stmt = conn.prepare_cached(WAITING_FOR_RETRY)?;
     stmt.query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
         .collect()
 }
@@ -366,6 +417,41 @@ mod tests {
             types(&due),
             ["a", "b"],
             "the default group is the empty name"
+        );
+    }
+
+    #[test]
+    fn groups_and_their_heads_come_from_the_indexes() {
+        let conn = queue();
+        push(&conn, "a1", 0, Some("a"), 1);
+        push(&conn, "b1", 3, Some("b"), 2);
+        push(&conn, "a2", 0, Some("a"), 3);
+        push(&conn, "d1", 0, None, 4);
+        assert_eq!(groups(&conn, 10).unwrap(), ["", "a", "b"]);
+        assert_eq!(groups(&conn, 2).unwrap(), ["", "a"]);
+        let head = |mode, group: &str, skip: &[i64]| -> Vec<String> {
+            group_head(&conn, mode, group, 10, skip, 10)
+                .unwrap()
+                .into_iter()
+                .map(|(e, _)| e.event_type)
+                .collect()
+        };
+        assert_eq!(head(QueueMode::Fifo, "a", &[]), ["a1", "a2"]);
+        assert_eq!(head(QueueMode::Lifo, "a", &[]), ["a2", "a1"]);
+        assert_eq!(head(QueueMode::Fifo, "a", &[1]), ["a2"]);
+        assert_eq!(head(QueueMode::Fifo, "", &[]), ["d1"]);
+        // The retry lookup uses its index, not a scan of a group index.
+        let mut plan = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {WAITING_FOR_RETRY}"))
+            .unwrap();
+        let details: Vec<String> = plan
+            .query_map([0], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            details.iter().any(|d| d.contains("_burrow_queue_retry")),
+            "{details:?}"
         );
     }
 
