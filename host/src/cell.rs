@@ -188,6 +188,9 @@ impl Cell {
                 cell.starting = Some(Start::Created(now));
                 let hooks = async {
                     cell.db().create_schema().map_err(storage)?;
+                    if cell.exports.processor.is_some() {
+                        cell.db().ensure_queue_schema().map_err(storage)?;
+                    }
                     cell.hook("migrate").await?;
                     cell.create_hook(input).await?;
                     cell.hook("wake").await?;
@@ -201,7 +204,9 @@ impl Cell {
             _ => {
                 cell.starting = Some(Start::Woken);
                 let hooks = async {
-                    cell.db().upgrade_schema().map_err(storage)?;
+                    if cell.exports.processor.is_some() {
+                        cell.db().ensure_queue_schema().map_err(storage)?;
+                    }
                     cell.hook("migrate").await?;
                     cell.hook("wake").await?;
                     cell.snapshot_policy().await
@@ -234,11 +239,14 @@ impl Cell {
     /// (a database created before its actor had a queue gets it at its
     /// next start), and notes whether the instance has a queue.
     async fn snapshot_policy(&mut self) -> Result<(), Error> {
+        if self.exports.processor.is_none() {
+            self.store.data_mut().has_queue = false;
+            return Ok(());
+        }
         let recorded = queue_db::policy(&self.db().conn).map_err(|e| self.storage_error(e))?;
-        let policy = match (recorded, self.exports.processor.is_some()) {
-            (Some(policy), _) => Some(policy),
-            (None, false) => None,
-            (None, true) => {
+        let policy = match recorded {
+            Some(policy) => Some(policy),
+            None => {
                 let offered = self
                     .call(
                         Mode::Hook("policy"),

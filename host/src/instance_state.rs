@@ -293,6 +293,7 @@ pub(crate) mod testing {
         )
         .unwrap();
         db.create_schema().unwrap();
+        db.ensure_queue_schema().unwrap();
         let name = InstanceName {
             actor: "actor".into(),
             key: "key".into(),

@@ -547,3 +547,32 @@ async fn many_groups_are_picked_by_a_scan_and_each_event_runs_once() {
     assert_eq!(call(&host, ACTOR, "k", "counter", "[]").await, 90);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_call_that_sleeps_past_its_deadline_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = queue_probe();
+    spec.options.call_timeout = Duration::from_millis(300);
+    spec.options.queue_max_attempts = 1;
+    let host = start(dir.path(), &[spec]).await;
+    let wait = SendOptions {
+        wait: Some(LONG),
+        ..SendOptions::default()
+    };
+    let begun = Instant::now();
+    // `process` sleeps (a WASI clock wait in the host) for 5 s.
+    let outcome = host
+        .send(ACTOR, "k", "slow", &json!({"ms": 5000}).to_string(), wait)
+        .await
+        .unwrap();
+    let SendOutcome::DeadLettered { error, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(error.contains("call timeout of 300 ms"), "{error}");
+    assert!(
+        begun.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        begun.elapsed()
+    );
+    host.shutdown().await;
+}

@@ -99,12 +99,13 @@ impl InstanceDb {
 
     /// Creates the internal tables, inside the creation's transaction.
     pub(crate) fn create_schema(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch(SCHEMA)?;
-        self.conn.execute_batch(super::queue::SCHEMA)
+        self.conn.execute_batch(SCHEMA)
     }
 
-    /// Adds the queue's tables to a database created before they existed.
-    pub(crate) fn upgrade_schema(&self) -> rusqlite::Result<()> {
+    /// Makes sure the queue's tables exist, for an actor with a queue: at
+    /// creation, or at a start of an instance created before its actor
+    /// had a queue.
+    pub(crate) fn ensure_queue_schema(&self) -> rusqlite::Result<()> {
         if !super::queue::has_schema(&self.conn)? {
             self.conn.execute_batch(super::queue::SCHEMA)?;
         }
