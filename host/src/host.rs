@@ -502,6 +502,15 @@ impl Host {
         }
     }
 
+    /// Called by a pump that ends whatever happened since it last looked
+    /// (its instance is gone, or it failed and left a mark to retry by).
+    pub(crate) fn pump_ended(&self, address: &Address, pump_id: u64) {
+        let mut pumps = self.inner.pumps.lock().unwrap();
+        if pumps.get(address).is_some_and(|p| p.id() == pump_id) {
+            pumps.remove(address);
+        }
+    }
+
     async fn stop_pump(&self, address: &Address) {
         let pump = self.inner.pumps.lock().unwrap().remove(address);
         if let Some(pump) = pump {

@@ -171,8 +171,13 @@ impl Run {
                 if let Err(e) = result {
                     tracing::warn!(
                         actor = %self.address.actor, key = %self.address.key, error = %e,
-                        "the queue pump stopped"
+                        "the queue pump stopped; it tries again after the retry wait"
                     );
+                    self.set_error(Some(e.to_string()));
+                    let retry = self.def.options.queue_retry_base;
+                    if let Err(e) = self.end_for(retry) {
+                        tracing::error!(error = %e, "cannot record the queue mark");
+                    }
                 }
             }
         }
@@ -194,13 +199,7 @@ impl Run {
     async fn drive(&mut self) -> Result<(), Error> {
         let path = self.host.instance_path(&self.address);
         if !path.exists() {
-            self.host
-                .inner
-                .index
-                .clear_mark(self.actor(), self.key())
-                .map_err(|e| self.storage(e))?;
-            self.host.pump_may_end(&self.address, self.id);
-            return Ok(());
+            return self.end_gone();
         }
         // Wake the instance (its migrate and wake hooks, its policy).
         let policy = match self
@@ -211,20 +210,8 @@ impl Run {
             .await
         {
             Ok(Some(policy)) => policy,
-            Ok(None) | Err(Error::NoSuchInstance { .. }) => {
-                self.host
-                    .inner
-                    .index
-                    .clear_mark(self.actor(), self.key())
-                    .map_err(|e| self.storage(e))?;
-                self.host.pump_may_end(&self.address, self.id);
-                return Ok(());
-            }
-            Err(e) => {
-                self.set_error(Some(e.to_string()));
-                self.end_for(self.def.options.queue_retry_base)?;
-                return Err(e);
-            }
+            Ok(None) | Err(Error::NoSuchInstance { .. }) => return self.end_gone(),
+            Err(e) => return Err(e),
         };
         self.reader = Some(open_reader(&path).map_err(|e| self.storage(e))?);
         loop {
@@ -246,14 +233,13 @@ impl Run {
                     }
                 }
             };
-            let declined = picked.is_empty();
             for event in picked {
                 self.dispatch(event).await;
             }
             let mut wait = None;
             if self.tasks.is_empty() {
-                // Nothing in flight and nothing to pick: when could there be?
-                let next = self.next_pick_time(now, declined)?;
+                // Nothing in flight and nothing started: when could there be?
+                let next = self.next_pick_time(now)?;
                 match next {
                     None => {
                         // Linger a little: a sender that waits for each event
@@ -263,13 +249,13 @@ impl Run {
                             _ = self.shared.wake.notified() => continue,
                             _ = linger => {}
                         }
-                        if self.end()? {
+                        if self.end(None)? {
                             return Ok(());
                         }
                         continue;
                     }
                     Some(at) if at - now > STAY_FOR.as_millis() as i64 => {
-                        if self.end()? {
+                        if self.end(Some(self.def.options.queue_retry_base))? {
                             return Ok(());
                         }
                         continue;
@@ -307,49 +293,40 @@ impl Run {
         *self.shared.last_error.lock().unwrap() = error;
     }
 
-    /// When an event could next be picked, with nothing in flight:
-    /// `None` when the queue is empty; the earliest retry otherwise (a
-    /// group whose event waits for its retry holds its other events back);
-    /// a while from now when due events were there but not taken (a custom
-    /// selector declined them, or picking failed).
-    fn next_pick_time(&self, now: i64, declined: bool) -> Result<Option<i64>, Error> {
-        let reader = self.reader();
-        let next_due = queue_db::next_due(reader).map_err(|e| self.storage(e))?;
-        Ok(next_due.map(|due| {
-            if due > now {
-                due
-            } else if declined {
-                let retry = retry_time_after(reader, now).unwrap_or(None);
-                let later = now + self.def.options.queue_retry_base.as_millis() as i64;
-                retry.map_or(later, |r| r.min(later))
-            } else {
-                now
-            }
-        }))
+    /// When an event could next be picked, with nothing in flight and
+    /// nothing started: `None` when the queue is empty; else the earliest
+    /// retry (a group whose event waits for its retry holds its other
+    /// events back), or a retry wait from now when due events were there
+    /// but not taken (a custom selector declined them, picking failed).
+    fn next_pick_time(&self, now: i64) -> Result<Option<i64>, Error> {
+        let retry_base = self.def.options.queue_retry_base;
+        next_pick_time(self.reader(), now, Some(retry_base)).map_err(|e| self.storage(e))
+    }
+
+    /// Ends a pump whose instance does not exist (or has no queue).
+    fn end_gone(&mut self) -> Result<(), Error> {
+        self.host
+            .inner
+            .index
+            .clear_mark(self.actor(), self.key())
+            .map_err(|e| self.storage(e))?;
+        self.host.pump_ended(&self.address, self.id);
+        Ok(())
     }
 
     /// Tries to end: records the queue mark from the committed queue, then
     /// ends unless kicked meanwhile. Returns whether the pump ended.
-    fn end(&mut self) -> Result<bool, Error> {
+    ///
+    /// `declined` (the retry wait) when due events were there but not
+    /// taken; `None` when the queue was empty.
+    fn end(&mut self, declined: Option<Duration>) -> Result<bool, Error> {
         let reader = self.reader();
-        let retry_base = self.def.options.queue_retry_base.as_millis() as i64;
         let marked = self
             .host
             .inner
             .index
             .set_mark_from(self.actor(), self.key(), || {
-                let now = now_ms();
-                let Some(due) = queue_db::next_due(reader)? else {
-                    return Ok(None);
-                };
-                if due > now {
-                    return Ok(Some(due));
-                }
-                // Due events wait behind a retry in their group, or were
-                // declined: look again at the retry, or a while from now.
-                let later = now + retry_base;
-                let retry = retry_time_after(reader, now)?;
-                Ok(Some(retry.map_or(later, |r| r.min(later))))
+                next_pick_time(reader, now_ms(), declined)
             })
             .map_err(|e| self.storage(e))?;
         marked.map_err(|e: rusqlite::Error| self.storage(e))?;
@@ -367,7 +344,7 @@ impl Run {
             })
             .map_err(|e| self.storage(e))?
             .map_err(|e| self.storage(e))?;
-        self.host.pump_may_end(&self.address, self.id);
+        self.host.pump_ended(&self.address, self.id);
         Ok(())
     }
 
@@ -678,6 +655,30 @@ async fn process(
             }
         }
     }
+}
+
+/// When an event of the queue read through `reader` could next be picked,
+/// with nothing in flight: `None` for an empty queue; the earliest event's
+/// due time if it is in the future; else `now`, or, when due events were
+/// not taken (`declined`, with the retry wait), the earliest retry or
+/// `now + retry wait`, whichever comes first.
+fn next_pick_time(
+    reader: &Connection,
+    now: i64,
+    declined: Option<Duration>,
+) -> rusqlite::Result<Option<i64>> {
+    let Some(due) = queue_db::next_due(reader)? else {
+        return Ok(None);
+    };
+    if due > now {
+        return Ok(Some(due));
+    }
+    let Some(retry_base) = declined else {
+        return Ok(Some(now));
+    };
+    let later = now + retry_base.as_millis() as i64;
+    let retry = retry_time_after(reader, now)?;
+    Ok(Some(retry.map_or(later, |r| r.min(later))))
 }
 
 /// The earliest retry time after `now`, if any event waits for one.
