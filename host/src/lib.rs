@@ -47,6 +47,8 @@ mod definition;
 mod directory;
 mod engine;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod host;
 pub mod http;
 mod inspect;
