@@ -34,7 +34,7 @@ use crate::config::{DB_BUSY_TIMEOUT, MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_
 use crate::definition::ActorDefinition;
 use crate::directory::Address;
 use crate::error::Error;
-use crate::host::Host;
+use crate::host::{ConflictRetry, Host};
 use crate::queue::waiters::EventOutcome;
 use crate::queue::{QueueMode, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::now_ms;
@@ -542,18 +542,16 @@ impl Run {
             .spawn(async move { process(host, def, address, runner, event).await });
     }
 
+    /// Starts a worker; a start that meets concurrent writes is tried
+    /// again until the actor's call timeout has passed.
     async fn start_worker(&mut self) -> Result<Cell, Error> {
-        loop {
-            let started = self
-                .host
-                .start_cell(&self.def, &self.address, Origin::MustExist)
-                .await
-                .and_then(|mut cell| cell.commit_creation().map(|()| cell));
-            match started {
-                Err(Error::Conflict { .. }) => tokio::time::sleep(CONFLICT_PAUSE).await,
-                other => return other,
-            }
-        }
+        let (host, def, address) = (&self.host, &self.def, &self.address);
+        ConflictRetry::run(def.options.call_timeout, || async {
+            let mut cell = host.start_cell(def, address, Origin::MustExist).await?;
+            cell.commit_creation()?;
+            Ok(cell)
+        })
+        .await
     }
 
     fn finished(&mut self, done: Done) -> Result<(), Error> {
