@@ -1,10 +1,10 @@
 //! # Burrow
 //!
 //! A host for sandboxed, durable actors. An actor is a WebAssembly
-//! component that exports `burrow:actor/guest`; every instance of it (an
-//! actor name plus a key) gets its own SQLite database, kept outside the
-//! sandbox, and every call into it runs in one transaction of that
-//! database.
+//! component that exports `burrow:actor/guest` (and `burrow:actor/processor`
+//! for an actor with a queue); every instance of it (an actor name plus a
+//! key) gets its own SQLite database, kept outside the sandbox, and every
+//! call into it runs in one transaction of that database.
 //!
 //! # Layout
 //!
@@ -13,8 +13,12 @@
 //!   transaction around every call into a guest.
 //! - `definition`, `engine`, `cache`: components loaded once, pre-instantiated,
 //!   compiled once and cached on disk.
-//! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`).
-//! - `storage/*`: the data directory, instance databases and their SQL sandbox.
+//! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`,
+//!   `queue`).
+//! - `queue/*`: the durable queue: sending (and waiting), the pump that
+//!   processes an instance's events, waiting senders.
+//! - `storage/*`: the data directory, instance databases, their SQL sandbox,
+//!   the queue's tables and the index `host.sqlite`.
 //! - [`manifest`], [`config`]: `burrow.toml` and the limits.
 //! - [`http`] and [`client`]: the HTTP API and a client for it.
 //! - [`cli`]: the `burrow` command; [`bench`]: the benchmark workloads.
