@@ -152,24 +152,6 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     }
     let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
-    if args.queue {
-        let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
-        host.call("counter", "w1", "increment", "[1]").await?;
-        let w1 = timed(args.ops, async |_| {
-            Ok(host
-                .call("counter", "w1", "increment", "[1]")
-                .await
-                .map(drop)?)
-        })
-        .await?;
-        host.shutdown().await;
-        eprintln!("W1 in-process: {}", w1.to_json());
-        report.insert("w1_in_process".into(), w1.to_json());
-        let w4 = w4(manifest, &dir("w4"), &args).await?;
-        report.insert("w4".into(), w4);
-        return Ok(Value::Object(report));
-    }
-
     // W1, in-process.
     let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
     host.call("counter", "w1", "increment", "[1]").await?;
@@ -182,6 +164,11 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     .await?;
     eprintln!("W1 in-process: {}", w1.to_json());
     report.insert("w1_in_process".into(), w1.to_json());
+    if args.queue {
+        host.shutdown().await;
+        report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
+        return Ok(Value::Object(report));
+    }
 
     // W1 over HTTP, against a server in this process.
     if !args.no_http {
