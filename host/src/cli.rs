@@ -328,6 +328,19 @@ async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
     Host::start(host_config(&manifest, args), &actors).await
 }
 
+/// Runs `op` on a host embedded in this process (`--local`), then puts
+/// its instances to sleep.
+async fn on_local_host<T>(
+    manifest: &Path,
+    args: &HostArgs,
+    op: impl AsyncFnOnce(&Host) -> Result<T, Error>,
+) -> Result<T, Failure> {
+    let host = start_host(manifest, args).await?;
+    let result = op(&host).await;
+    host.shutdown().await;
+    Ok(result?)
+}
+
 fn parse_json_arg(text: &str, what: &str) -> Result<(), Failure> {
     serde_json::from_str::<Value>(text)
         .map(drop)
@@ -382,10 +395,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&args, "the arguments")?;
             let result = if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let result = host.call(&actor, &key, &action, &args).await;
-                host.shutdown().await;
-                result?
+                on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.call(&actor, &key, &action, &args).await
+                })
+                .await?
             } else {
                 Client::new(&target.url)
                     .call(&actor, &key, &action, &args)
@@ -401,10 +414,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&input, "the create input")?;
             if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let result = host.create(&actor, &key, &input).await;
-                host.shutdown().await;
-                result?;
+                on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.create(&actor, &key, &input).await
+                })
+                .await?;
             } else {
                 Client::new(&target.url)
                     .create(&actor, &key, &input)
@@ -414,10 +427,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         }
         Command::Destroy { actor, key, target } => {
             if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let result = host.destroy(&actor, &key).await;
-                host.shutdown().await;
-                result?;
+                on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.destroy(&actor, &key).await
+                })
+                .await?;
             } else {
                 Client::new(&target.url).destroy(&actor, &key).await?;
             }
@@ -458,12 +471,12 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 wait: wait.then(|| timeout.unwrap_or(crate::config::DEFAULT_SEND_WAIT)),
             };
             let outcome = if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let outcome = host
-                    .send(&actor, &key, &event_type, &payload, options)
-                    .await;
-                host.shutdown().await;
-                serde_json::to_value(outcome?).unwrap_or(Value::Null)
+                let outcome = on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.send(&actor, &key, &event_type, &payload, options)
+                        .await
+                })
+                .await?;
+                serde_json::to_value(outcome).unwrap_or(Value::Null)
             } else {
                 Client::new(&target.url)
                     .send(&actor, &key, &event_type, &payload, &options)
@@ -495,10 +508,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let result = host.requeue(&actor, &key, id).await;
-                host.shutdown().await;
-                result?;
+                on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.requeue(&actor, &key, id).await
+                })
+                .await?;
             } else {
                 Client::new(&target.url).requeue(&actor, &key, id).await?;
             }
@@ -511,10 +524,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             if target.local {
-                let host = start_host(&cli.manifest, &target.host).await?;
-                let result = host.drop_dead_letter(&actor, &key, id).await;
-                host.shutdown().await;
-                result?;
+                on_local_host(&cli.manifest, &target.host, async |host| {
+                    host.drop_dead_letter(&actor, &key, id).await
+                })
+                .await?;
             } else {
                 Client::new(&target.url).discard(&actor, &key, id).await?;
             }

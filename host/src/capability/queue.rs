@@ -29,7 +29,8 @@ impl Host for InstanceState {
             event_type,
             payload,
             priority: options.priority,
-            group: options.group,
+            // An empty group name is the default group, as for a sender.
+            group: options.group.filter(|g| !g.is_empty()),
         };
         match check_event(&event, self.queue_limits) {
             Ok(()) => {}
