@@ -10,6 +10,7 @@ mod concurrency;
 mod counter;
 mod errors;
 mod examples;
+mod hostile;
 mod http;
 mod lifecycle;
 mod loading;

@@ -5,7 +5,8 @@
 //! - W3: first call to N new instances (create), then the first call to each
 //!   after a restart of the host (wake).
 //! - W4: the queue, on the manifest's `mailer` actor (see [`queue`]).
-//! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters,
+//! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters
+//!   (calls) and its mailer (queue sends, all checked as processed),
 //!   reporting errors and the peak memory of the process.
 //! - The floor: W1 and W3 done by [`floor`], a minimal program with wasmtime
 //!   and rusqlite and nothing of Burrow in between, so that Burrow's
@@ -56,7 +57,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub queue: bool,
     /// Run only the load workload: 64 HTTP clients for this many seconds on
-    /// the manifest's counters (every actor named `counter*`).
+    /// the manifest's counters (every actor named `counter*`) and its
+    /// `mailer` (queue sends).
     #[arg(long, value_name = "SECONDS")]
     pub load: Option<u64>,
 }
@@ -144,7 +146,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         .unwrap_or_else(|| temp.path().to_path_buf());
     let dir = |name: &str| root.join(name);
     if let Some(seconds) = args.load {
-        let actors = load::counters(Manifest::load(manifest)?.actors.into_values());
+        let actors = load::mix(Manifest::load(manifest)?.actors.into_values());
         let config = config(&dir("load"), &args);
         let report = load::run(config, &actors, Duration::from_secs(seconds)).await?;
         eprintln!("load: {report}");

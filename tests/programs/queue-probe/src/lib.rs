@@ -21,6 +21,35 @@ struct Config {
     /// For the custom selector: return an id that is not pending.
     #[serde(default)]
     bogus_select: bool,
+    /// For the custom selector: try every write first (each must be
+    /// refused; `select_errors` tells what the guest heard).
+    #[serde(default)]
+    select_writes: bool,
+}
+
+thread_local! {
+    static SELECT_ERRORS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn try_writes_from_the_selector() {
+    fn heard<T, E: std::fmt::Display>(r: std::result::Result<T, E>) -> String {
+        match r {
+            Ok(_) => "allowed".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    }
+    let mut heard = vec![
+        heard(db::execute("INSERT INTO healed VALUES (1)", ())),
+        heard(db::execute_batch("DELETE FROM log")),
+        heard(state::set(&Config::default())),
+        heard(queue::append("from-selector", &Json::Null)),
+    ];
+    SELECT_ERRORS.with(|errors| errors.borrow_mut().append(&mut heard));
+}
+
+/// What the selector heard when it tried to write.
+fn select_errors() -> Result<Vec<String>> {
+    Ok(SELECT_ERRORS.with(|errors| errors.borrow().clone()))
 }
 
 fn config() -> Config {
@@ -136,6 +165,40 @@ fn process(event: Event) -> Result<Json> {
         "append" => {
             enqueue(payload.events)?;
         }
+        // Attacks: each must fail this attempt only, leaving committed data
+        // and other instances alone.
+        "bomb" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        "recurse" => {
+            fn down(n: u64) -> u64 {
+                if n == 0 {
+                    0
+                } else {
+                    1 + std::hint::black_box(down(n - 1))
+                }
+            }
+            return Ok(Json::from(down(u64::MAX)));
+        }
+        "big" => {
+            let bytes = payload.ms.unwrap_or(1 << 20) as usize;
+            return Ok(Json::from("x".repeat(bytes)));
+        }
+        "write_then_panic" => {
+            record(&event, None)?;
+            db::execute("UPDATE counter SET value = value + 1000 WHERE id = 1", ())?;
+            panic!("after writing");
+        }
+        "write_then_spin" => {
+            record(&event, None)?;
+            loop {
+                std::hint::black_box(0);
+            }
+        }
         _ => {}
     }
     record(&event, None)?;
@@ -146,6 +209,9 @@ fn select(pending: &[Event]) -> Vec<u64> {
     let config = config();
     if config.bogus_select {
         return vec![999_999];
+    }
+    if config.select_writes {
+        try_writes_from_the_selector();
     }
     let preferred = config
         .prefer
@@ -240,5 +306,5 @@ burrow_sdk::actor! {
     migrate: migrate,
     create: create,
     queue: { policy: policy(), process: process, select: select },
-    actions: [enqueue, enqueue_then_fail, log, counter, heal],
+    actions: [enqueue, enqueue_then_fail, log, counter, heal, select_errors],
 }
