@@ -13,6 +13,9 @@ pub struct Error {
     pub code: String,
     /// A message for people.
     pub message: String,
+    /// In a workflow step: not worth retrying; the step fails for good at
+    /// once (see [`Error::critical`]).
+    pub critical: bool,
 }
 
 /// `Result` with [`Error`] as its default error.
@@ -24,7 +27,15 @@ impl Error {
         Error {
             code: code.into(),
             message: message.into(),
+            critical: false,
         }
+    }
+
+    /// Marks the error critical: a workflow step that returns it fails for
+    /// good without retries (a failure of kind `critical`).
+    pub fn critical(mut self) -> Self {
+        self.critical = true;
+        self
     }
 
     /// An error with the generic code `"error"`.
@@ -43,13 +54,19 @@ impl std::error::Error for Error {}
 
 impl From<DbError> for Error {
     fn from(e: DbError) -> Self {
-        Error::new("db", e.to_string())
+        match e {
+            DbError::NotInStep(m) => Error::new("not-in-step", m),
+            e => Error::new("db", e.to_string()),
+        }
     }
 }
 
 impl From<StateError> for Error {
     fn from(e: StateError) -> Self {
-        Error::new("state", e.to_string())
+        match e {
+            StateError::NotInStep(m) => Error::new("not-in-step", m),
+            e => Error::new("state", e.to_string()),
+        }
     }
 }
 

@@ -50,6 +50,7 @@ mod error;
 pub mod log;
 pub mod queue;
 pub mod state;
+pub mod workflow;
 
 pub use error::{Error, Result};
 pub use serde_json::Value as Json;
@@ -63,7 +64,7 @@ pub use dispatch::{__action, __create, __hook, __parse_args, Action};
 pub mod wit {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "burrow:actor/queue-actor",
+        world: "burrow:actor/workflow-actor",
         pub_export_macro: true,
         export_macro_name: "__export_actor",
         default_bindings_module: "burrow_sdk::wit",
@@ -76,7 +77,8 @@ pub mod wit {
 /// start, before the others), `create` (once, with the creator's input as
 /// its one serde argument), `wake`, `sleep` and `destroy`. Then, for an
 /// actor with a queue, `queue: { policy: .., process: .., select: .. }`
-/// (see [`queue`]; `select` is for [`queue::Policy::custom`] only). Actions
+/// (see [`queue`]; `select` is for [`queue::Policy::custom`] only); for a
+/// workflow actor, `workflow: run` (see [`workflow`]). Actions
 /// are listed by function name; the name of the function is the name of the
 /// action.
 ///
@@ -99,6 +101,7 @@ macro_rules! actor {
             process: $process:path
             $(, select: $select:path)? $(,)?
         },)?
+        $(workflow: $workflow:path,)?
         actions: [$($action:ident),* $(,)?] $(,)?
     ) => {
         #[doc(hidden)]
@@ -157,6 +160,21 @@ macro_rules! actor {
             ) -> ::std::vec::Vec<u64> {
                 $($(return $crate::queue::__select($select, pending);)?)?
                 pending.first().map(|e| e.id).into_iter().collect()
+            }
+        }
+
+        #[allow(unreachable_code)]
+        impl $crate::wit::exports::burrow::actor::workflow_runner::Guest for __BurrowActor {
+            fn has_workflow() -> bool {
+                $(let _ = $workflow; return true;)?
+                false
+            }
+            fn run(input: ::std::string::String) -> $crate::wit::exports::burrow::actor::workflow_runner::RunOutcome {
+                $(return $crate::workflow::__run($workflow, &input);)?
+                let _ = input;
+                $crate::wit::exports::burrow::actor::workflow_runner::RunOutcome::Failed(
+                    $crate::Error::new("no-workflow", "this actor has no workflow").into(),
+                )
             }
         }
 

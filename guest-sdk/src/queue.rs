@@ -118,6 +118,7 @@ pub fn append_with<T: Serialize + ?Sized>(
 impl From<QueueError> for Error {
     fn from(e: QueueError) -> Self {
         let message = match e {
+            QueueError::NotInStep(m) => return Error::new("not-in-step", m),
             QueueError::TooLarge(limit) => {
                 format!("the payload is over the limit of {limit} bytes")
             }

@@ -11,7 +11,7 @@ pub type StateError = wit::StateError;
 
 /// The state, or `None` if it was never set.
 pub fn get<T: DeserializeOwned>() -> Result<Option<T>> {
-    match wit::get() {
+    match wit::get()? {
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)

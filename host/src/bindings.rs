@@ -1,31 +1,32 @@
 //! Host bindings of the `burrow:actor` WIT package. Private: the rest of
 //! the host uses the hand-written types around them.
 //!
-//! The bindings are generated for the largest world, `queue-actor`, so the
-//! linker offers every import. Exports are looked up one interface at a
-//! time: `guest` is required, `processor` is optional (a plain `actor`
-//! component does not export it).
+//! The bindings are generated for the largest world, `workflow-actor`, so
+//! the linker offers every import. Exports are looked up one interface at a
+//! time: `guest` is required; `processor` and `workflow-runner` are
+//! optional (a plain `actor` component exports neither).
 
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{AsContextMut, Result};
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "burrow:actor/queue-actor",
+    world: "burrow:actor/workflow-actor",
     // Imports may trap: a storage failure or a passed deadline is not an
     // error the guest can handle.
     imports: { default: trappable },
     exports: { default: async },
 });
 
-pub(crate) use self::burrow::actor::{db, log, queue, state, types};
-pub(crate) use self::exports::burrow::actor::{guest, processor};
+pub(crate) use self::burrow::actor::{db, log, queue, state, types, workflow};
+pub(crate) use self::exports::burrow::actor::{guest, processor, workflow_runner};
 
 /// Where a component's exports are, found once per component.
 pub(crate) struct ExportsPre<T: 'static> {
     pub(crate) instance_pre: InstancePre<T>,
     guest: guest::GuestIndices,
     processor: Option<processor::GuestIndices>,
+    runner: Option<workflow_runner::GuestIndices>,
 }
 
 impl<T: 'static> Clone for ExportsPre<T> {
@@ -34,6 +35,7 @@ impl<T: 'static> Clone for ExportsPre<T> {
             instance_pre: self.instance_pre.clone(),
             guest: self.guest.clone(),
             processor: self.processor.clone(),
+            runner: self.runner.clone(),
         }
     }
 }
@@ -42,6 +44,7 @@ impl<T: 'static> Clone for ExportsPre<T> {
 pub(crate) struct Exports {
     pub(crate) guest: guest::Guest,
     pub(crate) processor: Option<processor::Guest>,
+    pub(crate) runner: Option<workflow_runner::Guest>,
 }
 
 impl<T: Send + 'static> ExportsPre<T> {
@@ -49,10 +52,12 @@ impl<T: Send + 'static> ExportsPre<T> {
     pub(crate) fn new(instance_pre: InstancePre<T>) -> Result<Self> {
         let guest = guest::GuestIndices::new(&instance_pre)?;
         let processor = processor::GuestIndices::new(&instance_pre).ok();
+        let runner = workflow_runner::GuestIndices::new(&instance_pre).ok();
         Ok(ExportsPre {
             instance_pre,
             guest,
             processor,
+            runner,
         })
     }
 
@@ -71,6 +76,14 @@ impl<T: Send + 'static> ExportsPre<T> {
             Some(indices) => Some(indices.load(&mut store, &instance)?),
             None => None,
         };
-        Ok(Exports { guest, processor })
+        let runner = match &self.runner {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
+        Ok(Exports {
+            guest,
+            processor,
+            runner,
+        })
     }
 }

@@ -23,6 +23,8 @@ use crate::bindings::Exports;
 use crate::bindings::processor::QueueMode as WitQueueMode;
 use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::{ActionError, Failure};
+use crate::bindings::workflow::FailureKind;
+use crate::bindings::workflow_runner::RunOutcome;
 use crate::config::{
     MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
 };
@@ -36,6 +38,8 @@ use crate::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
+use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
+use crate::workflow::run::RunState;
 
 /// Counts awake instances; one token per cell.
 pub(crate) struct AwakeToken(Arc<AtomicUsize>);
@@ -98,6 +102,8 @@ pub(crate) struct Cell {
     /// A committed transaction appended to the queue; the host has yet to
     /// start its processing.
     queue_grew: bool,
+    /// The creation started a workflow; the host has yet to drive it.
+    workflow_started: bool,
     _awake: AwakeToken,
 }
 
@@ -153,6 +159,8 @@ impl Cell {
             max_pending: def.options.queue_max_pending,
             max_payload: def.options.queue_max_payload,
         };
+        state.call_timeout = def.options.call_timeout;
+        state.index = Some(index.clone());
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {
@@ -179,6 +187,7 @@ impl Cell {
             starting: None,
             created: None,
             queue_grew: false,
+            workflow_started: false,
             _awake: awake,
         };
         cell.db().begin().map_err(storage)?;
@@ -195,6 +204,7 @@ impl Cell {
                     cell.create_hook(input).await?;
                     cell.hook("wake").await?;
                     cell.snapshot_policy().await?;
+                    cell.start_workflow(input, now).await?;
                     cell.db()
                         .record_creation(&name.actor, &name.key, now)
                         .map_err(storage)
@@ -317,6 +327,156 @@ impl Cell {
     /// The creation time, once, after the creation committed.
     pub(crate) fn take_created(&mut self) -> Option<i64> {
         self.created.take()
+    }
+
+    /// Whether the creation started a workflow, once, after it committed.
+    pub(crate) fn take_workflow_started(&mut self) -> bool {
+        self.starting.is_none() && std::mem::take(&mut self.workflow_started)
+    }
+
+    /// Asks the guest whether it has a workflow; if it does, records the
+    /// workflow with the create `input` in the creation's transaction, and
+    /// sets the workflow mark before that transaction commits (so that a
+    /// crash right after the commit still finds the workflow).
+    async fn start_workflow(&mut self, input: &str, now: i64) -> Result<(), Error> {
+        if self.exports.runner.is_none() {
+            return Ok(());
+        }
+        let has_workflow = self
+            .call(
+                Mode::Hook("has-workflow"),
+                "workflow-runner has-workflow",
+                async |exports, store| {
+                    let runner = exports.runner.as_ref().expect("checked above");
+                    runner.call_has_workflow(store).await
+                },
+            )
+            .await?;
+        if !has_workflow {
+            return Ok(());
+        }
+        let name = self.name().clone();
+        let storage = |e| storage_error(&name, e);
+        self.db().ensure_workflow_schema().map_err(storage)?;
+        workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
+        self.index
+            .set_workflow_mark(&name.actor, &name.key, Some(now))
+            .map_err(storage)?;
+        self.workflow_started = true;
+        Ok(())
+    }
+
+    /// Runs the instance's workflow once, from the start (replaying its
+    /// history), until it completes, fails, diverges or must wait. Each
+    /// step commits on its own; the run itself holds no transaction.
+    pub(crate) async fn run_workflow(&mut self) -> Result<RunEnd, Error> {
+        // Commit the start's transaction (migrate, wake) first.
+        self.begin()?;
+        self.finish(Ok(()))?;
+        if self.exports.runner.is_none() {
+            return Ok(RunEnd::Finished);
+        }
+        let record = workflow_db::record(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let Some(record) = record else {
+            return Ok(RunEnd::Finished);
+        };
+        if record.status.is_final() {
+            return Ok(RunEnd::Finished);
+        }
+        self.store.data_mut().workflow = Some(RunState::default());
+        let input = record.input;
+        let result = self
+            .call(
+                Mode::Orchestration,
+                "workflow run",
+                async |exports, store| {
+                    let runner = exports.runner.as_ref().expect("checked above");
+                    runner.call_run(store, &input).await
+                },
+            )
+            .await;
+        let state = self.store.data_mut();
+        let run = state.workflow.take().unwrap_or_default();
+        // A step still open (a trap, or a guest that returned without
+        // ending it) is rolled back.
+        state.db.rollback();
+        state.appended = false;
+        state.transaction_lost = None;
+        state.mode = Mode::Idle;
+        self.queue_grew |= run.committed_appends;
+        let now = now_ms();
+        let (status, output, error, wait) = match result {
+            Err(Error::Conflict { .. }) => return Ok(RunEnd::Conflict),
+            Err(e) => match &run.open {
+                Some(open) => {
+                    // The attempt of the open step failed: record it, and
+                    // let the next run see a retry or a terminal failure.
+                    let (kind, code, message) = match &e {
+                        Error::Timeout { .. } => (
+                            Some(FailureKind::Timeout),
+                            "timeout",
+                            format!(
+                                "step `{}` ran past its timeout of {} ms",
+                                open.name,
+                                open.timeout.as_millis()
+                            ),
+                        ),
+                        other => (None, "trapped", other.to_string()),
+                    };
+                    let state = self.store.data_mut();
+                    state.workflow = Some(RunState::default());
+                    let recorded = state.record_step_failure(open, kind, code, &message);
+                    state.workflow = None;
+                    recorded.map_err(|e| Error::Storage {
+                        actor: self.name().actor.to_string(),
+                        key: self.name().key.to_string(),
+                        message: e.to_string(),
+                    })?;
+                    return Ok(RunEnd::Again);
+                }
+                None => (WorkflowStatus::Failed, None, Some(e.to_string()), None),
+            },
+            Ok(_) if run.diverged.is_some() => {
+                (WorkflowStatus::Diverged, None, run.diverged.clone(), None)
+            }
+            Ok(RunOutcome::Completed(output)) => {
+                (WorkflowStatus::Completed, Some(output), None, None)
+            }
+            Ok(RunOutcome::Failed(Failure { code, message })) => (
+                WorkflowStatus::Failed,
+                None,
+                Some(format!("{code}: {message}")),
+                None,
+            ),
+            Ok(RunOutcome::Interrupted) => match &run.wait {
+                Some((at, what)) => (
+                    WorkflowStatus::Waiting,
+                    None,
+                    None,
+                    Some((*at, what.as_str())),
+                ),
+                None => (
+                    WorkflowStatus::Failed,
+                    None,
+                    Some("the run stopped at an interrupt that was not a wait".into()),
+                    None,
+                ),
+            },
+        };
+        self.host_transaction(|db| {
+            workflow_db::set_status(
+                &db.conn,
+                status,
+                output.as_deref(),
+                error.as_deref(),
+                wait,
+                now,
+            )
+        })?;
+        Ok(match wait {
+            Some((at, _)) => RunEnd::Wait(at),
+            None => RunEnd::Finished,
+        })
     }
 
     /// Whether a transaction committed since the last ask appended to the
@@ -635,10 +795,10 @@ impl Cell {
         self.in_call = true;
         // The epoch deadline stops guest code; this also stops a guest that
         // waits in a host call (a WASI sleep, say) past its deadline.
-        let limit = self.call_timeout + GRACE_AFTER_DEADLINE;
-        let result = match tokio::time::timeout(limit, f(&self.exports, &mut self.store)).await {
-            Ok(result) => result,
-            Err(_) => Err(DeadlineExceeded.into()),
+        let deadline = self.store.data().deadline.clone();
+        let result = tokio::select! {
+            result = f(&self.exports, &mut self.store) => result,
+            _ = deadline.overdue(GRACE_AFTER_DEADLINE) => Err(DeadlineExceeded.into()),
         };
         self.in_call = false;
         self.store.data().deadline.clear();
@@ -656,6 +816,19 @@ impl Drop for Cell {
         // must not leave a transaction open on the connection.
         self.store.data().db.rollback();
     }
+}
+
+/// How one run of a workflow ended, for its driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// Nothing more to run: completed, failed, diverged, or no workflow.
+    Finished,
+    /// Run again at this time (ms since the Unix epoch).
+    Wait(i64),
+    /// Run again now (a step's attempt failed by a trap and was recorded).
+    Again,
+    /// A step met a concurrent call of the instance; run again shortly.
+    Conflict,
 }
 
 /// How long past its deadline a call may wait in a host call before it is

@@ -42,6 +42,25 @@ impl Deadline {
         self.0.store(NONE, Ordering::Relaxed);
     }
 
+    /// Returns once the deadline has been passed for `grace` (a deadline
+    /// moved meanwhile, as a workflow step moves it, is followed).
+    pub(crate) async fn overdue(&self, grace: Duration) {
+        loop {
+            let at = self.0.load(Ordering::Relaxed);
+            let wait = if at == NONE {
+                Duration::from_millis(50)
+            } else {
+                let due = at.saturating_add(grace.as_micros() as u64);
+                let now = now_micros();
+                if now >= due {
+                    return;
+                }
+                Duration::from_micros(due - now)
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
     /// Whether the current call has run past its deadline.
     pub(crate) fn passed(&self) -> bool {
         let at = self.0.load(Ordering::Relaxed);

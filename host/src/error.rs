@@ -107,6 +107,11 @@ pub enum Error {
         "actor `{0}` has no queue: its component does not export burrow:actor/processor with a policy"
     )]
     NoQueue(String),
+    /// The instance has no workflow (its actor is not a workflow actor).
+    #[error(
+        "actor `{0}` has no workflow: its component does not export burrow:actor/workflow-runner with a workflow"
+    )]
+    NoWorkflow(String),
     /// The event's type, group or payload is not acceptable.
     #[error("invalid event for `{actor}`: {message}")]
     InvalidEvent {
@@ -179,6 +184,7 @@ impl Error {
             Error::Storage { .. } => "storage",
             Error::ShuttingDown => "shutting-down",
             Error::NoQueue(_) => "no-queue",
+            Error::NoWorkflow(_) => "no-workflow",
             Error::InvalidEvent { .. } => "invalid-event",
             Error::PayloadTooLarge { .. } => "payload-too-large",
             Error::QueueFull { .. } => "queue-full",
@@ -197,6 +203,7 @@ impl Error {
             Error::InvalidArguments { .. }
             | Error::InvalidAddress(_)
             | Error::NoQueue(_)
+            | Error::NoWorkflow(_)
             | Error::InvalidEvent { .. } => 400,
             Error::PayloadTooLarge { .. } => 413,
             Error::QueueFull { .. } => 429,

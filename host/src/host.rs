@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     /// The queue pump of every instance whose queue is being processed.
     pumps: Mutex<HashMap<Address, Pump>>,
     pub(crate) waiters: Waiters,
+    /// The workflows being driven.
+    pub(crate) drivers: crate::workflow::Drivers,
     _ticker: EpochTicker,
 }
 
@@ -79,6 +81,7 @@ impl Host {
             shutting_down: AtomicBool::new(false),
             pumps: Mutex::new(HashMap::new()),
             waiters: Waiters::default(),
+            drivers: Default::default(),
         });
         tokio::spawn(reap_idle(Arc::downgrade(&inner)));
         // Also resumes, right away, the queues left pending by the last run.
@@ -347,6 +350,9 @@ impl Host {
             if cell.take_queue_grew() {
                 self.kick(&def, address);
             }
+            if cell.take_workflow_started() {
+                self.drive_workflow(address.clone());
+            }
             if cell.is_broken() {
                 let failed_creation = cell.creation_failed();
                 *state = SlotState::Asleep;
@@ -546,6 +552,10 @@ impl Host {
             })
     }
 
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn max_awake(&self) -> usize {
         self.inner.config.max_awake
     }
@@ -555,8 +565,9 @@ impl Host {
     }
 }
 
-/// Starts the pumps of queues whose next event has come due: at start (the
-/// queues a previous run left), and after retry backoffs.
+/// Starts the pumps of queues whose next event has come due, and the
+/// drivers of workflows whose wait is over: at start (what a previous run
+/// left), and after retry backoffs and sleeps.
 async fn wake_due_queues(inner: Weak<Inner>) {
     loop {
         let Some(strong) = inner.upgrade() else {
@@ -583,6 +594,20 @@ async fn wake_due_queues(inner: Weak<Inner>) {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read the queue marks"),
+            }
+            match host.inner.index.due_workflows(now_ms(), room) {
+                Ok(due) => {
+                    for (actor, key) in due {
+                        let Some(def) = host.definition(&actor) else {
+                            continue;
+                        };
+                        host.drive_workflow(Address {
+                            actor: def.name.clone(),
+                            key: key.into(),
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the workflow marks"),
             }
         }
         drop(host);

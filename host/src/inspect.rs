@@ -11,7 +11,9 @@ use crate::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::read_state;
 use crate::storage::queue as queue_db;
 use crate::storage::sandbox::INTERNAL_PREFIX;
+use crate::storage::workflow as workflow_db;
 use crate::storage::{instance_path, validate_actor_name, validate_key};
+use crate::workflow::WorkflowView;
 
 /// Rows shown per table.
 pub const INSPECT_ROWS: usize = 100;
@@ -31,6 +33,8 @@ pub struct Inspection {
     pub tables: Vec<TableDump>,
     /// The queue, if the instance has one.
     pub queue: Option<QueueView>,
+    /// The workflow and its history, if the instance has one.
+    pub workflow: Option<WorkflowView>,
 }
 
 /// An instance's queue: its policy, the first pending events and the dead
@@ -89,6 +93,7 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
         tables.push(dump_table(&conn, &name).map_err(storage)?);
     }
     let queue = read_queue(&conn).map_err(storage)?;
+    let workflow = read_workflow(&conn).map_err(storage)?;
     Ok(Inspection {
         actor: actor.into(),
         key: key.into(),
@@ -96,6 +101,7 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
         state,
         tables,
         queue,
+        workflow,
     })
 }
 
@@ -119,6 +125,24 @@ fn read_queue(conn: &Connection) -> rusqlite::Result<Option<QueueView>> {
         pending: queue_db::pending(conn, INSPECT_ROWS)?,
         dead_letters: queue_db::dead_letters(conn, INSPECT_ROWS)?,
         error: None,
+    }))
+}
+
+/// The workflow of (`actor`, `key`) under the data directory `root`, with
+/// its history, read-only; `None` if the instance has no workflow.
+pub fn workflow_view(root: &Path, actor: &str, key: &str) -> Result<Option<WorkflowView>, Error> {
+    let (conn, _) = open(root, actor, key)?;
+    read_workflow(&conn).map_err(|e| storage(actor, key, e))
+}
+
+fn read_workflow(conn: &Connection) -> rusqlite::Result<Option<WorkflowView>> {
+    let Some(record) = workflow_db::record(conn)? else {
+        return Ok(None);
+    };
+    Ok(Some(WorkflowView {
+        record,
+        history: workflow_db::history(conn, INSPECT_ROWS)?,
+        history_len: workflow_db::history_len(conn)?,
     }))
 }
 

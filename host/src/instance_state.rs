@@ -31,6 +31,28 @@ pub(crate) enum Mode {
     Process,
     /// A custom queue selector: it may read, not write.
     Select,
+    /// A workflow's orchestration code: it may only open steps, sleep and
+    /// read recorded values.
+    Orchestration,
+    /// A workflow step: side effects are allowed.
+    Step,
+}
+
+/// Why an import refused a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The mode forbids it; the text names the call.
+    NotAllowed(String),
+    /// A workflow's orchestration code made it outside a step.
+    NotInStep(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotAllowed(why) | Refusal::NotInStep(why) => f.write_str(why),
+        }
+    }
 }
 
 /// The trap an import raises when the instance's database is busy with a
@@ -95,6 +117,14 @@ pub(crate) struct InstanceState {
     pub(crate) queue_limits: QueueLimits,
     /// Set when the current transaction appended to the queue.
     pub(crate) appended: bool,
+    /// The actor's call timeout: a workflow step gets it anew (or its own
+    /// timeout), and so does the orchestration code after each step.
+    pub(crate) call_timeout: std::time::Duration,
+    /// The host's index, to commit a workflow step that appended to the
+    /// queue with the queue mark lowered (`None` in unit tests).
+    pub(crate) index: Option<Arc<crate::storage::index::Index>>,
+    /// Set while a workflow run is going on.
+    pub(crate) workflow: Option<crate::workflow::run::RunState>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -130,28 +160,37 @@ impl InstanceState {
                 max_payload: crate::config::DEFAULT_QUEUE_MAX_PAYLOAD,
             },
             appended: false,
+            call_timeout: crate::config::DEFAULT_CALL_TIMEOUT,
+            index: None,
+            workflow: None,
             wasi,
             table: ResourceTable::new(),
         }
     }
 
-    /// Refuses `call` unless guest code is running.
-    pub(crate) fn check_mode(&self, call: &str) -> Result<(), String> {
+    /// Refuses `call`, a side effect (reading the database or the state
+    /// counts: orchestration code must not depend on it), unless guest code
+    /// that may make it is running.
+    pub(crate) fn check_mode(&self, call: &str) -> Result<(), Refusal> {
         match self.mode {
-            Mode::Idle => Err(format!(
+            Mode::Idle => Err(Refusal::NotAllowed(format!(
                 "{call} was called while no call into the guest is running"
-            )),
-            Mode::Hook(_) | Mode::Action | Mode::Process | Mode::Select => Ok(()),
+            ))),
+            Mode::Orchestration => Err(Refusal::NotInStep(format!(
+                "{call} was called by workflow code outside a step; side effects \
+                 (db, state, queue.append) are allowed only inside a step"
+            ))),
+            Mode::Hook(_) | Mode::Action | Mode::Process | Mode::Select | Mode::Step => Ok(()),
         }
     }
 
     /// Refuses `call`, which writes, unless guest code that may write is
     /// running.
-    pub(crate) fn check_write(&self, call: &str) -> Result<(), String> {
+    pub(crate) fn check_write(&self, call: &str) -> Result<(), Refusal> {
         match self.mode {
-            Mode::Select => Err(format!(
+            Mode::Select => Err(Refusal::NotAllowed(format!(
                 "{call} writes, and the queue selector may only read"
-            )),
+            ))),
             _ => self.check_mode(call),
         }
     }

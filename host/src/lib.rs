@@ -60,6 +60,7 @@ mod instance_state;
 pub mod manifest;
 pub mod queue;
 mod storage;
+pub mod workflow;
 
 pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;

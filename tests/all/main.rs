@@ -19,3 +19,4 @@ mod queue;
 mod sandbox;
 mod sandbox_limits;
 mod transactions;
+mod workflow;

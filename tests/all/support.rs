@@ -83,6 +83,13 @@ pub fn queue_probe() -> ActorSpec {
     spec
 }
 
+/// The workflow test actor (call timeout 2 s).
+pub fn workflow_probe() -> ActorSpec {
+    let mut spec = ActorSpec::new("workflow-probe", programs::WORKFLOW_PROBE);
+    spec.options.call_timeout = Duration::from_secs(2);
+    spec
+}
+
 /// Polls `check` every 10 ms until it returns `Some`, for at most `limit`.
 pub async fn eventually<T>(
     limit: Duration,

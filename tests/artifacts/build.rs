@@ -14,6 +14,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("NO_EXPORTS", "no-exports", "no_exports"),
     ("STRAY_IMPORT", "stray-import", "stray_import"),
     ("QUEUE_PROBE", "queue-probe", "queue_probe"),
+    ("WORKFLOW_PROBE", "workflow-probe", "workflow_probe"),
     ("MAILER", "mailer", "mailer"),
     ("ROUTER", "router", "router"),
     ("CODER", "coder", "coder"),

@@ -55,8 +55,8 @@ impl log::Host for Floor {
 }
 
 impl state::Host for Floor {
-    fn get(&mut self) -> wasmtime::Result<Option<Vec<u8>>> {
-        Ok(None)
+    fn get(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, StateError>> {
+        Ok(Ok(None))
     }
     fn set(&mut self, _: Vec<u8>) -> wasmtime::Result<Result<(), StateError>> {
         Ok(Ok(()))

@@ -11,7 +11,7 @@ use rusqlite::types::ValueRef;
 use crate::bindings::db::{DbError, Host, QueryResult, Value};
 use crate::config::{MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS};
 use crate::deadline::DeadlineExceeded;
-use crate::instance_state::{ConflictTrap, InstanceState, is_busy};
+use crate::instance_state::{ConflictTrap, InstanceState, Refusal, is_busy};
 use crate::storage::sandbox::{Sandbox, refuse_statement};
 
 impl Host for InstanceState {
@@ -20,8 +20,8 @@ impl Host for InstanceState {
         sql: String,
         params: Vec<Value>,
     ) -> wasmtime::Result<Result<QueryResult, DbError>> {
-        if let Err(reason) = self.check_mode("db.execute") {
-            return Ok(Err(DbError::NotAllowed(reason)));
+        if let Err(refusal) = self.check_mode("db.execute") {
+            return Ok(Err(refused(refusal)));
         }
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
@@ -38,14 +38,21 @@ impl Host for InstanceState {
     }
 
     fn execute_batch(&mut self, sql: String) -> wasmtime::Result<Result<(), DbError>> {
-        if let Err(reason) = self.check_write("db.execute-batch") {
-            return Ok(Err(DbError::NotAllowed(reason)));
+        if let Err(refusal) = self.check_write("db.execute-batch") {
+            return Ok(Err(refused(refusal)));
         }
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
         }
         let result = execute_batch(&self.db.conn, &self.db.sandbox, &sql);
         self.finish(result)
+    }
+}
+
+fn refused(refusal: Refusal) -> DbError {
+    match refusal {
+        Refusal::NotAllowed(why) => DbError::NotAllowed(why),
+        Refusal::NotInStep(why) => DbError::NotInStep(why),
     }
 }
 

@@ -5,6 +5,7 @@ pub(crate) mod db;
 pub(crate) mod log;
 pub(crate) mod queue;
 pub(crate) mod state;
+pub(crate) mod workflow;
 
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
@@ -19,7 +20,7 @@ impl bindings::types::Host for InstanceState {}
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    bindings::QueueActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
+    bindings::WorkflowActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
         &mut linker,
         |s| s,
     )?;

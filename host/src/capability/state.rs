@@ -3,25 +3,32 @@
 
 use crate::bindings::state::{Host, StateError};
 use crate::config::MAX_STATE_BYTES;
-use crate::instance_state::{InstanceState, storage_trap};
+use crate::instance_state::{InstanceState, Refusal, storage_trap};
 
 impl Host for InstanceState {
-    fn get(&mut self) -> wasmtime::Result<Option<Vec<u8>>> {
-        if let Err(reason) = self.check_mode("state.get") {
-            wasmtime::bail!(reason);
+    fn get(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, StateError>> {
+        if let Err(refusal) = self.check_mode("state.get") {
+            return Ok(Err(refused(refusal)));
         }
-        self.db.read_state().map_err(storage_trap)
+        self.db.read_state().map(Ok).map_err(storage_trap)
     }
 
     fn set(&mut self, value: Vec<u8>) -> wasmtime::Result<Result<(), StateError>> {
-        if let Err(reason) = self.check_write("state.set") {
-            return Ok(Err(StateError::NotAllowed(reason)));
+        if let Err(refusal) = self.check_write("state.set") {
+            return Ok(Err(refused(refusal)));
         }
         if value.len() > MAX_STATE_BYTES {
             return Ok(Err(StateError::TooLarge(MAX_STATE_BYTES as u64)));
         }
         self.db.write_state(&value).map_err(storage_trap)?;
         Ok(Ok(()))
+    }
+}
+
+fn refused(refusal: Refusal) -> StateError {
+    match refusal {
+        Refusal::NotAllowed(why) => StateError::NotAllowed(why),
+        Refusal::NotInStep(why) => StateError::NotInStep(why),
     }
 }
 
@@ -33,10 +40,13 @@ mod tests {
     #[test]
     fn the_state_is_written_and_read_back() {
         let (mut state, _dir) = instance();
-        assert_eq!(state.get().unwrap(), None);
+        assert_eq!(state.get().unwrap().unwrap(), None);
         state.set(b"{\"n\":1}".to_vec()).unwrap().unwrap();
         state.set(b"{\"n\":2}".to_vec()).unwrap().unwrap();
-        assert_eq!(state.get().unwrap().as_deref(), Some(&b"{\"n\":2}"[..]));
+        assert_eq!(
+            state.get().unwrap().unwrap().as_deref(),
+            Some(&b"{\"n\":2}"[..])
+        );
     }
 
     #[test]
@@ -47,7 +57,7 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(matches!(e, StateError::TooLarge(limit) if limit == MAX_STATE_BYTES as u64));
-        assert_eq!(state.get().unwrap(), None);
+        assert_eq!(state.get().unwrap().unwrap(), None);
     }
 
     #[test]
@@ -57,6 +67,24 @@ mod tests {
         assert!(
             matches!(state.set(vec![1]).unwrap(), Err(StateError::NotAllowed(m)) if m.contains("state.set"))
         );
-        assert!(state.get().is_err());
+        assert!(matches!(
+            state.get().unwrap(),
+            Err(StateError::NotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn orchestration_code_gets_not_in_step() {
+        let (mut state, _dir) = instance();
+        state.mode = crate::instance_state::Mode::Orchestration;
+        for error in [
+            state.set(vec![1]).unwrap().unwrap_err(),
+            state.get().unwrap().unwrap_err(),
+        ] {
+            assert!(
+                matches!(&error, StateError::NotInStep(m) if m.contains("outside a step")),
+                "{error:?}"
+            );
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! `host.sqlite`: the index of every instance on this data directory, and
-//! when each instance's queue next has work.
+//! when each instance's queue and workflow next have work.
 //!
 //! Instance databases are the source of truth; the index lets the host list
 //! instances, and find the queues to resume after a start, without opening
@@ -21,6 +21,14 @@
 //!
 //! A mark may be early (an append rolled back, a crash after processing):
 //! that costs one needless wake, never a lost event.
+//!
+//! # The workflow mark
+//!
+//! `workflow_due_at` is when the instance's workflow should run next (NULL
+//! when it finished). It is set before the creation that starts the
+//! workflow commits, and afterwards only by the workflow's driver, from the
+//! run's outcome. An early or stale mark costs a replay that finds nothing
+//! to do; a mark for an instance that does not exist is cleared.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -50,9 +58,17 @@ impl Index {
         if !has_mark {
             conn.execute_batch("ALTER TABLE instances ADD COLUMN queue_due_at INTEGER")?;
         }
+        let has_workflow_mark = conn
+            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'workflow_due_at'")?
+            .exists([])?;
+        if !has_workflow_mark {
+            conn.execute_batch("ALTER TABLE instances ADD COLUMN workflow_due_at INTEGER")?;
+        }
         conn.execute_batch(
             "CREATE INDEX IF NOT EXISTS instances_queue_due ON instances (queue_due_at)
-             WHERE queue_due_at IS NOT NULL",
+             WHERE queue_due_at IS NOT NULL;
+             CREATE INDEX IF NOT EXISTS instances_workflow_due ON instances (workflow_due_at)
+             WHERE workflow_due_at IS NOT NULL;",
         )?;
         Ok(Index {
             conn: Mutex::new(conn),
@@ -126,6 +142,50 @@ impl Index {
     pub(crate) fn clear_mark(&self, actor: &str, key: &str) -> rusqlite::Result<()> {
         self.set_mark_from(actor, key, || Ok::<_, rusqlite::Error>(None))??;
         Ok(())
+    }
+
+    /// Sets the workflow mark of (`actor`, `key`): when its workflow should
+    /// run next, or `None` when it has nothing to run.
+    pub(crate) fn set_workflow_mark(
+        &self,
+        actor: &str,
+        key: &str,
+        at: Option<i64>,
+    ) -> rusqlite::Result<()> {
+        let conn = self.conn.lock().unwrap();
+        match at {
+            Some(at) => conn
+                .prepare_cached(
+                    "INSERT INTO instances (actor, key, created_at, workflow_due_at)
+                     VALUES (?1, ?2, ?3, ?3)
+                     ON CONFLICT (actor, key) DO UPDATE SET workflow_due_at = excluded.workflow_due_at",
+                )?
+                .execute(params![actor, key, at])?,
+            // Clearing never adds a row (the instance may be gone).
+            None => conn
+                .prepare_cached(
+                    "UPDATE instances SET workflow_due_at = NULL WHERE actor = ? AND key = ?",
+                )?
+                .execute(params![actor, key])?,
+        };
+        Ok(())
+    }
+
+    /// Instances whose workflow mark is at or before `now`, earliest first,
+    /// at most `limit`.
+    pub(crate) fn due_workflows(
+        &self,
+        now: i64,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(String, String)>> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn.prepare_cached(
+            "SELECT actor, key FROM instances
+             WHERE workflow_due_at IS NOT NULL AND workflow_due_at <= ?
+             ORDER BY workflow_due_at LIMIT ?",
+        )?;
+        stmt.query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
     }
 
     /// Instances whose mark is at or before `now`, earliest first, at most `limit`.

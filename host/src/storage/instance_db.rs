@@ -112,6 +112,14 @@ impl InstanceDb {
         Ok(())
     }
 
+    /// Makes sure the workflow's tables exist, for a workflow actor.
+    pub(crate) fn ensure_workflow_schema(&self) -> rusqlite::Result<()> {
+        if !super::workflow::has_schema(&self.conn)? {
+            self.conn.execute_batch(super::workflow::SCHEMA)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn record_creation(
         &self,
         actor: &str,

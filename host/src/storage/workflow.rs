@@ -1,0 +1,402 @@
+//! The workflow's tables in an instance database, and every statement on
+//! them.
+//!
+//! `_burrow_workflow` holds the one workflow of the instance: its input,
+//! status and what it waits for. `_burrow_workflow_history` holds one entry
+//! per position the run reached (a step, a sleep, a recorded time), keyed
+//! by that position. A step's entry is written in the transaction that
+//! commits the step's own writes.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+
+/// The workflow's internal tables.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _burrow_workflow (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    wake_at INTEGER,
+    waiting_on TEXT,
+    runs INTEGER NOT NULL DEFAULT 0,
+    started_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS _burrow_workflow_history (
+    position INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    output TEXT,
+    failure_kind TEXT,
+    error_code TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    wake_at INTEGER,
+    updated_at INTEGER NOT NULL
+);
+";
+
+/// Where a workflow is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkflowStatus {
+    /// It has work to do now.
+    Running,
+    /// It waits for a time (a sleep, a retry's backoff).
+    Waiting,
+    /// It finished with an output.
+    Completed,
+    /// It failed for good.
+    Failed,
+    /// Its code no longer matches its history.
+    Diverged,
+}
+
+impl WorkflowStatus {
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowStatus::Running => "running",
+            WorkflowStatus::Waiting => "waiting",
+            WorkflowStatus::Completed => "completed",
+            WorkflowStatus::Failed => "failed",
+            WorkflowStatus::Diverged => "diverged",
+        }
+    }
+
+    fn parse(s: &str) -> WorkflowStatus {
+        match s {
+            "waiting" => WorkflowStatus::Waiting,
+            "completed" => WorkflowStatus::Completed,
+            "failed" => WorkflowStatus::Failed,
+            "diverged" => WorkflowStatus::Diverged,
+            _ => WorkflowStatus::Running,
+        }
+    }
+
+    /// Whether the workflow will not run again.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            WorkflowStatus::Completed | WorkflowStatus::Failed | WorkflowStatus::Diverged
+        )
+    }
+}
+
+/// The workflow of an instance, as recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkflowRecord {
+    /// Where the workflow is.
+    pub status: WorkflowStatus,
+    /// The create input, JSON text.
+    pub input: String,
+    /// The output (JSON text) once completed.
+    pub output: Option<String>,
+    /// Why it failed or diverged.
+    pub error: Option<String>,
+    /// When it runs next while waiting (ms since the Unix epoch).
+    pub wake_at: Option<i64>,
+    /// What it waits for, for people.
+    pub waiting_on: Option<String>,
+    /// Runs so far (each replays from the start).
+    pub runs: i64,
+    /// When the workflow started (ms since the Unix epoch).
+    pub started_at: i64,
+    /// When a run last ended (ms since the Unix epoch).
+    pub updated_at: i64,
+}
+
+/// What a history entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryKind {
+    /// A step.
+    Step,
+    /// A durable sleep.
+    Sleep,
+    /// A recorded time (`workflow.now`).
+    Now,
+}
+
+impl EntryKind {
+    /// The kind as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Step => "step",
+            EntryKind::Sleep => "sleep",
+            EntryKind::Now => "now",
+        }
+    }
+
+    fn parse(s: &str) -> EntryKind {
+        match s {
+            "sleep" => EntryKind::Sleep,
+            "now" => EntryKind::Now,
+            _ => EntryKind::Step,
+        }
+    }
+}
+
+/// Where a history entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryStatus {
+    /// Finished: a step committed, a sleep is over, a time was recorded.
+    Done,
+    /// A step failed for good.
+    Failed,
+    /// A step failed and waits for its retry.
+    Retrying,
+    /// A sleep is not over.
+    Sleeping,
+}
+
+impl EntryStatus {
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryStatus::Done => "done",
+            EntryStatus::Failed => "failed",
+            EntryStatus::Retrying => "retrying",
+            EntryStatus::Sleeping => "sleeping",
+        }
+    }
+
+    fn parse(s: &str) -> EntryStatus {
+        match s {
+            "failed" => EntryStatus::Failed,
+            "retrying" => EntryStatus::Retrying,
+            "sleeping" => EntryStatus::Sleeping,
+            _ => EntryStatus::Done,
+        }
+    }
+}
+
+/// One position of the workflow's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryEntry {
+    /// Its place in the run: 0 for the first step, sleep or time.
+    pub position: i64,
+    /// What it records.
+    pub kind: EntryKind,
+    /// The step's or sleep's name (`now` for a time).
+    pub name: String,
+    /// Where it is.
+    pub status: EntryStatus,
+    /// A step's output (JSON text), or a recorded time.
+    pub output: Option<String>,
+    /// For a failed step: `critical`, `timeout` or `exhausted`.
+    pub failure_kind: Option<String>,
+    /// The code of a failed step's last error.
+    pub error_code: Option<String>,
+    /// The last error of a step that failed at least once.
+    pub error: Option<String>,
+    /// Attempts of a step that ran (committed or failed).
+    pub attempts: i64,
+    /// A sleep's end, or when a failed step is retried.
+    pub wake_at: Option<i64>,
+    /// When it was last written (ms since the Unix epoch).
+    pub updated_at: i64,
+}
+
+/// Whether the workflow's tables exist.
+pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'")?
+        .exists([])
+}
+
+/// Records a new workflow with `input`, running now.
+pub(crate) fn start(conn: &Connection, input: &str, now: i64) -> rusqlite::Result<()> {
+    conn.prepare(
+        "INSERT OR IGNORE INTO _burrow_workflow (id, status, input, started_at, updated_at)
+         VALUES (1, 'running', ?1, ?2, ?2)",
+    )?
+    .execute(params![input, now])?;
+    Ok(())
+}
+
+fn record_from_row(r: &Row<'_>) -> rusqlite::Result<WorkflowRecord> {
+    Ok(WorkflowRecord {
+        status: WorkflowStatus::parse(&r.get::<_, String>(0)?),
+        input: r.get(1)?,
+        output: r.get(2)?,
+        error: r.get(3)?,
+        wake_at: r.get(4)?,
+        waiting_on: r.get(5)?,
+        runs: r.get(6)?,
+        started_at: r.get(7)?,
+        updated_at: r.get(8)?,
+    })
+}
+
+/// The instance's workflow, if it has one.
+pub(crate) fn record(conn: &Connection) -> rusqlite::Result<Option<WorkflowRecord>> {
+    if !has_schema(conn)? {
+        return Ok(None);
+    }
+    conn.prepare(
+        "SELECT status, input, output, error, wake_at, waiting_on, runs, started_at, updated_at
+         FROM _burrow_workflow WHERE id = 1",
+    )?
+    .query_row([], record_from_row)
+    .optional()
+}
+
+/// Records how a run ended.
+pub(crate) fn set_status(
+    conn: &Connection,
+    status: WorkflowStatus,
+    output: Option<&str>,
+    error: Option<&str>,
+    wait: Option<(i64, &str)>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare(
+        "UPDATE _burrow_workflow
+         SET status = ?, output = ?, error = ?, wake_at = ?, waiting_on = ?,
+             runs = runs + 1, updated_at = ?
+         WHERE id = 1",
+    )?
+    .execute(params![
+        status.as_str(),
+        output,
+        error,
+        wait.map(|w| w.0),
+        wait.map(|w| w.1),
+        now
+    ])?;
+    Ok(())
+}
+
+fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
+    Ok(HistoryEntry {
+        position: r.get(0)?,
+        kind: EntryKind::parse(&r.get::<_, String>(1)?),
+        name: r.get(2)?,
+        status: EntryStatus::parse(&r.get::<_, String>(3)?),
+        output: r.get(4)?,
+        failure_kind: r.get(5)?,
+        error_code: r.get(6)?,
+        error: r.get(7)?,
+        attempts: r.get(8)?,
+        wake_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+const ENTRY_COLUMNS: &str = "position, kind, name, status, output, failure_kind, error_code, \
+                             error, attempts, wake_at, updated_at";
+
+/// The entry at `position`, if the run reached it before.
+pub(crate) fn entry(conn: &Connection, position: i64) -> rusqlite::Result<Option<HistoryEntry>> {
+    conn.prepare(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history WHERE position = ?"
+    ))?
+    .query_row([position], entry_from_row)
+    .optional()
+}
+
+/// Writes (or replaces) the entry at its position.
+pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
+    conn.prepare(&format!(
+        "INSERT OR REPLACE INTO _burrow_workflow_history ({ENTRY_COLUMNS})
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ))?
+    .execute(params![
+        e.position,
+        e.kind.as_str(),
+        e.name,
+        e.status.as_str(),
+        e.output,
+        e.failure_kind,
+        e.error_code,
+        e.error,
+        e.attempts,
+        e.wake_at,
+        e.updated_at
+    ])?;
+    Ok(())
+}
+
+/// The first `limit` entries of the history, in order.
+pub(crate) fn history(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
+    conn.prepare(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history ORDER BY position LIMIT ?"
+    ))?
+    .query_map([limit as i64], entry_from_row)?
+    .collect()
+}
+
+/// Entries in the history.
+pub(crate) fn history_len(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare("SELECT count(*) FROM _burrow_workflow_history")?
+        .query_row([], |r| r.get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn
+    }
+
+    #[test]
+    fn a_workflow_starts_once_and_records_its_runs() {
+        let conn = db();
+        start(&conn, "{\"a\":1}", 10).unwrap();
+        start(&conn, "other", 11).unwrap();
+        let r = record(&conn).unwrap().unwrap();
+        assert_eq!(
+            (r.status, r.input.as_str(), r.runs),
+            (WorkflowStatus::Running, "{\"a\":1}", 0)
+        );
+        set_status(
+            &conn,
+            WorkflowStatus::Waiting,
+            None,
+            None,
+            Some((50, "sleep `s`")),
+            12,
+        )
+        .unwrap();
+        let r = record(&conn).unwrap().unwrap();
+        assert_eq!(
+            (r.status, r.wake_at, r.runs),
+            (WorkflowStatus::Waiting, Some(50), 1)
+        );
+        assert_eq!(r.waiting_on.as_deref(), Some("sleep `s`"));
+    }
+
+    #[test]
+    fn entries_are_kept_by_position() {
+        let conn = db();
+        let mut e = HistoryEntry {
+            position: 0,
+            kind: EntryKind::Step,
+            name: "a".into(),
+            status: EntryStatus::Retrying,
+            output: None,
+            failure_kind: None,
+            error_code: Some("x".into()),
+            error: Some("boom".into()),
+            attempts: 1,
+            wake_at: Some(5),
+            updated_at: 1,
+        };
+        put_entry(&conn, &e).unwrap();
+        e.status = EntryStatus::Done;
+        e.output = Some("1".into());
+        e.attempts = 2;
+        put_entry(&conn, &e).unwrap();
+        let got = entry(&conn, 0).unwrap().unwrap();
+        assert_eq!((got.status, got.attempts), (EntryStatus::Done, 2));
+        assert!(entry(&conn, 1).unwrap().is_none());
+        assert_eq!(history(&conn, 10).unwrap().len(), 1);
+    }
+}

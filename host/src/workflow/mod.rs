@@ -1,0 +1,113 @@
+//! Durable workflows: the host drives each instance's workflow until it
+//! completes, replaying it from the start after every wait, wake or
+//! restart. The imports are in `capability::workflow`, the tables in
+//! `storage::workflow`, one run in `Cell::run_workflow`.
+
+pub(crate) mod run;
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cell::{Origin, RunEnd};
+use crate::directory::Address;
+use crate::error::Error;
+use crate::host::Host;
+use crate::storage::instance_db::now_ms;
+pub use crate::storage::workflow::{
+    EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus,
+};
+
+/// A driver stays with a workflow whose wait ends within this time, rather
+/// than ending and being started again by the timer.
+const STAY_FOR: Duration = Duration::from_secs(1);
+/// Pause before a run that met a concurrent call is tried again.
+const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
+/// Wait before a driver that failed (storage, instance cannot start) tries
+/// again.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+
+/// An instance's workflow and its history, as `burrow inspect --history`
+/// and `GET /actors/{actor}/{key}/workflow` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkflowView {
+    /// Status, input, output, error and what it waits for.
+    #[serde(flatten)]
+    pub record: WorkflowRecord,
+    /// Entries in history, in order (the first [`crate::inspect::INSPECT_ROWS`]).
+    pub history: Vec<HistoryEntry>,
+    /// Entries in history, in all.
+    pub history_len: i64,
+}
+
+/// Instances whose workflow has a driver now.
+#[derive(Default)]
+pub(crate) struct Drivers(Mutex<HashSet<Address>>);
+
+impl Host {
+    /// Makes sure the workflow of (`actor`, `key`) is being driven.
+    pub(crate) fn drive_workflow(&self, address: Address) {
+        if self.is_shutting_down() {
+            return;
+        }
+        if !self.inner.drivers.0.lock().unwrap().insert(address.clone()) {
+            return;
+        }
+        let host = self.clone();
+        tokio::spawn(async move {
+            host.drive(&address).await;
+            host.inner.drivers.0.lock().unwrap().remove(&address);
+        });
+    }
+
+    async fn drive(&self, address: &Address) {
+        let (actor, key) = (&*address.actor, &*address.key);
+        loop {
+            let end = self
+                .with_cell(actor, key, Origin::MustExist, async |cell| {
+                    cell.run_workflow().await
+                })
+                .await;
+            let index = &self.inner.index;
+            let marked = match end {
+                Ok(RunEnd::Again) => continue,
+                Ok(RunEnd::Conflict) => {
+                    tokio::time::sleep(CONFLICT_PAUSE).await;
+                    continue;
+                }
+                Ok(RunEnd::Wait(at)) => {
+                    let marked = index.set_workflow_mark(actor, key, Some(at));
+                    let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
+                    if wait <= STAY_FOR && marked.is_ok() {
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                    marked
+                }
+                Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
+                    index.set_workflow_mark(actor, key, None)
+                }
+                Err(Error::ShuttingDown) => return,
+                Err(e) => {
+                    tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
+                    let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
+                    index.set_workflow_mark(actor, key, Some(at))
+                }
+            };
+            if let Err(e) = marked {
+                tracing::error!(actor, key, error = %e, "cannot record the workflow mark");
+            }
+            return;
+        }
+    }
+
+    /// The workflow of (`actor`, `key`) and its history, read from a
+    /// separate read-only connection (the instance is not woken).
+    pub fn workflow(&self, actor: &str, key: &str) -> Result<WorkflowView, Error> {
+        self.resolve(actor, key)?;
+        crate::inspect::workflow_view(self.data_dir(), actor, key)?
+            .ok_or_else(|| Error::NoWorkflow(actor.into()))
+    }
+}

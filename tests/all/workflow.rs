@@ -1,0 +1,242 @@
+//! Durable workflows: steps commit once, retries and failure kinds, sleeps
+//! across a restart, divergence, and side effects refused outside steps.
+
+use std::time::{Duration, Instant};
+
+use burrow::Host;
+use burrow::workflow::{WorkflowStatus, WorkflowView};
+use serde_json::{Value, json};
+
+use crate::support::{call, counter, eventually, restart, start, workflow_probe};
+
+const ACTOR: &str = "workflow-probe";
+const LONG: Duration = Duration::from_secs(30);
+
+async fn create(host: &Host, key: &str, config: Value) {
+    host.create(ACTOR, key, &config.to_string()).await.unwrap();
+}
+
+/// Waits until the workflow of `key` stops running; returns it.
+async fn finished(host: &Host, key: &str) -> WorkflowView {
+    eventually(
+        LONG,
+        &format!("the workflow of {key} to finish"),
+        async || {
+            let view = host.workflow(ACTOR, key).unwrap();
+            view.record.status.is_final().then_some(view)
+        },
+    )
+    .await
+}
+
+fn output(view: &WorkflowView) -> Value {
+    assert_eq!(
+        view.record.status,
+        WorkflowStatus::Completed,
+        "{:?}",
+        view.record
+    );
+    serde_json::from_str(view.record.output.as_deref().unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn steps_commit_once_and_the_workflow_completes_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"steps": 20})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(output(&view)["count"], 20);
+    assert_eq!(view.history_len, 21);
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    let done = done.as_array().unwrap();
+    assert_eq!(done.len(), 20);
+    assert!(done.iter().all(|d| d[1] == 1), "{done:?}");
+
+    // A restart finds nothing to run again: no step body runs twice.
+    let host = restart(host, &[workflow_probe()]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 20);
+    assert_eq!(host.workflow(ACTOR, "k").unwrap().record.runs, 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_sleep_survives_a_restart_and_actions_read_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"steps": 4, "sleep_ms": 1500})).await;
+    let waiting = eventually(LONG, "the sleep", async || {
+        let view = host.workflow(ACTOR, "k").unwrap();
+        (view.record.status == WorkflowStatus::Waiting).then_some(view)
+    })
+    .await;
+    assert_eq!(waiting.record.waiting_on.as_deref(), Some("sleep `nap`"));
+    // Actions answer while the workflow sleeps.
+    assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 2);
+
+    let host = restart(host, &[workflow_probe()]).await;
+    let view = finished(&host, "k").await;
+    let out = output(&view);
+    assert_eq!(out["count"], 4);
+    let slept_from = out["slept_from"].as_i64().unwrap();
+    let sleep = view
+        .history
+        .iter()
+        .find(|e| e.name == "nap")
+        .expect("the sleep is in the history");
+    assert_eq!(sleep.wake_at, Some(slept_from + 1500));
+    assert!(view.record.updated_at >= slept_from + 1500);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_attempts_roll_back_and_retry_until_they_succeed_or_run_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "heals", json!({"fail_until": 3, "retries": 3})).await;
+    create(&host, "gives-up", json!({"fail_until": 9, "retries": 1})).await;
+
+    let out = output(&finished(&host, "heals").await);
+    assert_eq!(out["flaky"], json!({"ok": 3}));
+    // Only the successful attempt's write is kept.
+    assert_eq!(out["count"], 1000);
+
+    let view = finished(&host, "gives-up").await;
+    let out = output(&view);
+    assert_eq!(out["flaky"]["kind"], "Exhausted");
+    assert_eq!(out["flaky"]["attempts"], 2);
+    assert_eq!(out["flaky"]["code"], "flaky");
+    assert_eq!(out["count"], 0);
+    let flaky = view.history.iter().find(|e| e.name == "flaky").unwrap();
+    assert_eq!(flaky.failure_kind.as_deref(), Some("exhausted"));
+    assert_eq!(flaky.error.as_deref(), Some("attempt 2 fails"));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn critical_errors_timeouts_and_traps_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe(), counter()]).await;
+    create(
+        &host,
+        "k",
+        json!({"critical": true, "spin_step": true, "trap_step": true, "try_block": true}),
+    )
+    .await;
+    // Another instance answers while a step spins.
+    let begun = Instant::now();
+    while begun.elapsed() < Duration::from_millis(600) {
+        let t = Instant::now();
+        call(&host, "counter", "other", "increment", "[1]").await;
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+    let out = output(&finished(&host, "k").await);
+    assert_eq!(out["fragile"]["kind"], "Critical");
+    assert_eq!(out["fragile"]["attempts"], 1);
+    assert_eq!(out["fragile"]["code"], "broken");
+    assert_eq!(out["spin"]["kind"], "Timeout");
+    assert_eq!(out["spin"]["attempts"], 1);
+    let message = out["spin"]["message"].as_str().unwrap();
+    assert!(message.contains("timeout of 300 ms"), "{message}");
+    // The first attempt trapped and counted; the second committed.
+    assert_eq!(out["panics"], 1);
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    assert!(
+        done.as_array().unwrap().contains(&json!(["panics", 2])),
+        "{done}"
+    );
+    // try_block: block-a stays committed (roll forward), block-b's failure
+    // is data.
+    assert_eq!(out["block"]["kind"], "Exhausted");
+    assert_eq!(out["block"]["code"], "nope");
+    assert_eq!(out["count"], 2);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_side_effect_outside_a_step_gets_not_in_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"probe_outside": true})).await;
+    let out = output(&finished(&host, "k").await);
+    let heard: Vec<String> = serde_json::from_value(out["outside"].clone()).unwrap();
+    let calls = [
+        "db.execute",
+        "db.execute",
+        "db.execute-batch",
+        "state.get",
+        "state.set",
+        "queue.append",
+    ];
+    assert_eq!(heard.len(), calls.len());
+    for (call, error) in calls.iter().zip(&heard) {
+        // The db module returns the WIT error (`DbError::NotInStep`); state and
+        // queue turn it into an SDK error with the code `not-in-step`.
+        let not_in_step = error.contains("NotInStep") || error.starts_with("not-in-step");
+        assert!(
+            not_in_step && error.contains(call) && error.contains("outside a step"),
+            "{call}: {error}"
+        );
+    }
+    assert_eq!(out["count"], 0);
+    assert_eq!(
+        host.inspect(ACTOR, "k").unwrap().state,
+        json!({"inside": true})
+    );
+    // Workflow imports are refused outside a workflow run.
+    let heard = call(&host, ACTOR, "k", "workflow_call_in_action", "[]").await;
+    let heard = heard.as_str().unwrap();
+    assert!(
+        heard.contains("Invalid") && heard.contains("only for a workflow's run"),
+        "{heard}"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_meets_another_step_stops_as_diverged() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"diverge": true})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Diverged);
+    let error = view.record.error.unwrap();
+    assert!(
+        error.contains("position 0")
+            && error.contains("step `first`")
+            && error.contains("step `second`"),
+        "{error}"
+    );
+    // The history is untouched.
+    assert_eq!(view.history[0].name, "first");
+    assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn orchestration_code_that_never_returns_fails_the_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = workflow_probe();
+    spec.options.call_timeout = Duration::from_millis(300);
+    let host = start(dir.path(), &[spec]).await;
+    create(&host, "k", json!({"spin_orchestration": true})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Failed);
+    let error = view.record.error.unwrap();
+    assert!(error.contains("call timeout of 300 ms"), "{error}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_actor_without_a_workflow_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    call(&host, "counter", "k", "increment", "[1]").await;
+    let err = host.workflow("counter", "k").unwrap_err();
+    assert_eq!((err.code(), err.http_status()), ("no-workflow", 400));
+    host.shutdown().await;
+}

@@ -1,0 +1,207 @@
+//! A workflow actor for the host's tests. What its workflow does comes from
+//! the create input.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use burrow_sdk::workflow::{self, Ctx, StepFailure, StepOptions};
+use burrow_sdk::{Error, Json, Result, db, queue, state};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Config {
+    /// Steps that each add 1 to the counter.
+    steps: u32,
+    /// A durable sleep after the first half of the steps.
+    sleep_ms: Option<u64>,
+    /// Step `flaky` fails on attempts before this one.
+    fail_until: Option<u32>,
+    /// Retries of step `flaky`.
+    retries: u32,
+    /// Step `fragile` fails with a critical error.
+    critical: bool,
+    /// Step `spin` never returns (its timeout is 300 ms).
+    spin_step: bool,
+    /// Step `panics` panics on its first attempt.
+    trap_step: bool,
+    /// Try every side effect outside a step; the output lists the errors.
+    probe_outside: bool,
+    /// Take another step name on a later run of the same wasm instance.
+    diverge: bool,
+    /// Orchestration code that never returns.
+    spin_orchestration: bool,
+    /// A `try_block` around two steps, the second failing for good.
+    try_block: bool,
+}
+
+/// Runs of the workflow in this wasm instance.
+static RUNS: AtomicU32 = AtomicU32::new(0);
+
+fn migrate() -> Result<()> {
+    db::execute_batch(
+        "CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+         INSERT OR IGNORE INTO counter VALUES (1, 0);
+         CREATE TABLE IF NOT EXISTS done (step TEXT PRIMARY KEY, attempt INTEGER NOT NULL);",
+    )?;
+    Ok(())
+}
+
+fn add_one(step: &str) -> Result<i64> {
+    db::execute("UPDATE counter SET value = value + 1 WHERE id = 1", ())?;
+    db::execute(
+        "INSERT INTO done (step, attempt) VALUES (?, ?)",
+        (step, workflow::attempt() as i64),
+    )?;
+    count()
+}
+
+fn failure_json(f: &StepFailure) -> Json {
+    json!({
+        "kind": format!("{:?}", f.kind),
+        "code": f.code,
+        "message": f.message,
+        "attempts": f.attempts,
+    })
+}
+
+fn quick() -> StepOptions {
+    StepOptions::default().backoff(Duration::from_millis(20), Duration::from_millis(100))
+}
+
+fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
+    let config = config.unwrap_or_default();
+    let run = RUNS.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut output = serde_json::Map::new();
+    if config.probe_outside {
+        let heard: Vec<String> = vec![
+            db::execute("UPDATE counter SET value = 100", ())
+                .err()
+                .map(|e| e.to_string()),
+            db::query("SELECT value FROM counter", ())
+                .err()
+                .map(|e| e.to_string()),
+            db::execute_batch("DELETE FROM done")
+                .err()
+                .map(|e| e.to_string()),
+            state::get::<Json>().err().map(|e| e.to_string()),
+            state::set(&1).err().map(|e| e.to_string()),
+            queue::append("x", &Json::Null).err().map(|e| e.to_string()),
+        ]
+        .into_iter()
+        .map(|e| e.unwrap_or_else(|| "allowed".into()))
+        .collect();
+        output.insert("outside".into(), json!(heard));
+        // Inside a step the same calls work.
+        ctx.step("inside", || {
+            db::query("SELECT value FROM counter", ())?;
+            state::set(&json!({"inside": true}))?;
+            Ok(())
+        })?;
+    }
+    if config.spin_orchestration {
+        loop {
+            std::hint::black_box(0);
+        }
+    }
+    if config.diverge {
+        let name = if run == 1 { "first" } else { "second" };
+        ctx.step(name, || add_one(name))?;
+        ctx.sleep("nap", Duration::from_millis(50))?;
+    }
+    let half = config.steps / 2;
+    for i in 0..config.steps {
+        if i == half
+            && let Some(ms) = config.sleep_ms
+        {
+            let before = ctx.now()?;
+            ctx.sleep("nap", Duration::from_millis(ms))?;
+            output.insert("slept_from".into(), json!(before));
+        }
+        let name = format!("add-{i}");
+        ctx.step(&name, || add_one(&name))?;
+    }
+    if let Some(until) = config.fail_until {
+        let options = quick().retries(config.retries);
+        let flaky = ctx.try_step_with("flaky", options, || {
+            let attempt = workflow::attempt();
+            // Written and rolled back on a failed attempt.
+            db::execute("UPDATE counter SET value = value + 1000 WHERE id = 1", ())?;
+            if attempt < until {
+                return Err(Error::new("flaky", format!("attempt {attempt} fails")));
+            }
+            Ok(attempt)
+        })?;
+        output.insert(
+            "flaky".into(),
+            match flaky {
+                Ok(attempt) => json!({"ok": attempt}),
+                Err(f) => failure_json(&f),
+            },
+        );
+    }
+    if config.critical {
+        let fragile = ctx.try_step_with("fragile", quick(), || -> Result<()> {
+            Err(Error::new("broken", "cannot go on").critical())
+        })?;
+        output.insert("fragile".into(), failure_json(&fragile.unwrap_err()));
+    }
+    if config.spin_step {
+        let options = quick().timeout(Duration::from_millis(300));
+        let spin = ctx.try_step_with("spin", options, || -> Result<()> {
+            loop {
+                std::hint::black_box(0);
+            }
+        })?;
+        output.insert("spin".into(), failure_json(&spin.unwrap_err()));
+    }
+    if config.trap_step {
+        let got = ctx.step_with("panics", quick(), || {
+            if workflow::attempt() == 1 {
+                panic!("the first attempt panics");
+            }
+            add_one("panics")
+        })?;
+        output.insert("panics".into(), json!(got));
+    }
+    if config.try_block {
+        let block = ctx.try_block(|ctx| {
+            ctx.step("block-a", || add_one("block-a"))?;
+            ctx.step_with("block-b", quick().retries(0), || -> Result<()> {
+                Err(Error::new("nope", "block-b fails"))
+            })?;
+            Ok(())
+        })?;
+        output.insert("block".into(), failure_json(&block.unwrap_err()));
+    }
+    let total = ctx.step("total", count)?;
+    output.insert("count".into(), json!(total));
+    Ok(Json::Object(output))
+}
+
+fn count() -> Result<i64> {
+    db::query_one("SELECT value FROM counter WHERE id = 1", ())?.get(0)
+}
+
+/// The steps whose writes committed, with the attempt that did.
+fn done() -> Result<Vec<(String, i64)>> {
+    db::query("SELECT step, attempt FROM done ORDER BY rowid", ())?
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?)))
+        .collect()
+}
+
+/// Calls a workflow import from an action: the host refuses it.
+fn workflow_call_in_action() -> Result<String> {
+    match burrow_sdk::wit::burrow::actor::workflow::now() {
+        Ok(_) => Ok("allowed".into()),
+        Err(e) => Ok(format!("{e:?}")),
+    }
+}
+
+burrow_sdk::actor! {
+    migrate: migrate,
+    workflow: run,
+    actions: [count, done, workflow_call_in_action],
+}
