@@ -82,6 +82,9 @@ pub enum FailureKind {
     Timeout,
     /// Every attempt failed.
     Exhausted,
+    /// A rollback handler failed for good while the workflow rolled back
+    /// after another failure.
+    Rollback,
 }
 
 /// A step's terminal failure.
@@ -187,9 +190,35 @@ pub fn attempt() -> u32 {
     ATTEMPT.with(|a| a.get())
 }
 
+/// What a loop's body says: go on with this state, or stop with this
+/// output.
+#[derive(Debug, Clone)]
+pub enum Loop<S, R> {
+    /// Run the next iteration with this state.
+    Continue(S),
+    /// End the loop with this output.
+    Break(R),
+}
+
+/// A branch of a join or a race.
+pub type Branch<'a, T> = Box<dyn FnOnce(&mut Ctx) -> Result<T> + 'a>;
+
+/// A pending rollback handler: the step's name and what undoes it.
+type Undo = (String, Box<dyn FnOnce() -> crate::Result<()>>);
+
 /// The orchestration context of one run.
 pub struct Ctx {
-    _private: (),
+    /// Rollback handlers of the steps completed since the last checkpoint.
+    undo: Vec<Undo>,
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::new("json", e.to_string()).into())
+}
+
+fn from_json<T: DeserializeOwned>(json: &str, what: &str) -> Result<T> {
+    serde_json::from_str(json)
+        .map_err(|e| Error::new("json", format!("the recorded {what} does not decode: {e}")).into())
 }
 
 impl Ctx {
@@ -286,6 +315,195 @@ impl Ctx {
         }
     }
 
+    /// Like [`Ctx::step`], and registers `undo` for the step's output: if
+    /// the workflow later fails for good, the handlers of the steps
+    /// completed since the last [`Ctx::rollback_checkpoint`] run in reverse
+    /// order, each as a step of its own (durably: a crash during the
+    /// rollback resumes it).
+    pub fn step_with_rollback<T>(
+        &mut self,
+        name: &str,
+        body: impl FnOnce() -> crate::Result<T>,
+        undo: impl FnOnce(T) -> crate::Result<()> + 'static,
+    ) -> Result<T>
+    where
+        T: Serialize + DeserializeOwned + Clone + 'static,
+    {
+        let value = self.step(name, body)?;
+        let kept = value.clone();
+        self.undo
+            .push((name.to_owned(), Box::new(move || undo(kept))));
+        Ok(value)
+    }
+
+    /// Marks where a rollback stops: handlers of steps before it are not
+    /// run.
+    pub fn rollback_checkpoint(&mut self, _name: &str) {
+        self.undo.clear();
+    }
+
+    /// Runs the pending rollback handlers in reverse order, each as the
+    /// step `rollback <name>`.
+    fn roll_back(&mut self) -> Result<()> {
+        while let Some((name, undo)) = self.undo.pop() {
+            let step = format!("rollback {name}");
+            match self.try_step(&step, undo)? {
+                Ok(()) => {}
+                Err(mut failure) => {
+                    failure.kind = FailureKind::Rollback;
+                    failure.message = format!("{step}: {}", failure.message);
+                    return Err(Interrupt::Failed(failure));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a loop named `name`: `body` gets the iteration's state and says
+    /// whether to go on. Each iteration's positions are its own, and its
+    /// history is pruned when it ends, so a long loop keeps a short
+    /// history; a replay starts at the current iteration with the state
+    /// carried into it.
+    pub fn repeat<S, R>(
+        &mut self,
+        name: &str,
+        state: S,
+        mut body: impl FnMut(&mut Ctx, S) -> Result<Loop<S, R>>,
+    ) -> Result<R>
+    where
+        S: Serialize + DeserializeOwned,
+        R: Serialize + DeserializeOwned,
+    {
+        let mut state = match wit::loop_enter(name, &to_json(&state)?)? {
+            wit::LoopStart::Done(output) => return from_json(&output, "loop output"),
+            wit::LoopStart::Run(iteration) => from_json(&iteration.state, "loop state")?,
+        };
+        loop {
+            match body(self, state) {
+                Ok(Loop::Continue(next)) => {
+                    wit::loop_continue(&to_json(&next)?)?;
+                    state = next;
+                }
+                Ok(Loop::Break(output)) => {
+                    wit::loop_break(&to_json(&output)?)?;
+                    return Ok(output);
+                }
+                Err(interrupt) => {
+                    if matches!(interrupt, Interrupt::Failed(_) | Interrupt::Error(_)) {
+                        wit::loop_leave()?;
+                    }
+                    return Err(interrupt);
+                }
+            }
+        }
+    }
+
+    /// Runs every branch and returns their outputs in order. A branch that
+    /// waits (a sleep, a queue wait, a retry) does not hold the others
+    /// back: the run waits for the earliest, and later runs replay the
+    /// branches that finished.
+    pub fn join<T>(&mut self, name: &str, branches: Vec<Branch<'_, T>>) -> Result<Vec<T>> {
+        wit::join_enter(name, false)?;
+        let mut outcomes = Vec::with_capacity(branches.len());
+        for (index, branch) in branches.into_iter().enumerate() {
+            wit::branch(index as u32)?;
+            outcomes.push(branch(self));
+        }
+        wit::join_exit(None)?;
+        let mut values = Vec::with_capacity(outcomes.len());
+        let mut waiting = false;
+        for outcome in outcomes {
+            match outcome {
+                Ok(value) => values.push(value),
+                Err(Interrupt::Suspend) => waiting = true,
+                Err(other) => return Err(other),
+            }
+        }
+        if waiting {
+            return Err(Interrupt::Suspend);
+        }
+        Ok(values)
+    }
+
+    /// Runs the branches until one finishes; returns its index and output.
+    /// The others are cancelled: their pending waits are dropped and they
+    /// do not run again. The winner is recorded, so replay takes the same
+    /// path.
+    pub fn race<T>(&mut self, name: &str, branches: Vec<Branch<'_, T>>) -> Result<(u32, T)> {
+        let recorded = wit::join_enter(name, true)?;
+        let mut branches: Vec<Option<Branch<'_, T>>> = branches.into_iter().map(Some).collect();
+        let order: Vec<u32> = match recorded {
+            Some(winner) => vec![winner],
+            None => (0..branches.len() as u32).collect(),
+        };
+        for index in order {
+            let Some(branch) = branches.get_mut(index as usize).and_then(Option::take) else {
+                wit::join_exit(None)?;
+                return Err(Interrupt::Diverged(format!(
+                    "race `{name}` recorded branch {index} as its winner, and the code has no such branch"
+                )));
+            };
+            wit::branch(index)?;
+            match branch(self) {
+                Err(Interrupt::Suspend) => continue,
+                Err(interrupt @ (Interrupt::Diverged(_) | Interrupt::Invalid(_))) => {
+                    wit::join_exit(None)?;
+                    return Err(interrupt);
+                }
+                finished => {
+                    wit::join_exit(Some(index))?;
+                    return finished.map(|value| (index, value));
+                }
+            }
+        }
+        wit::join_exit(None)?;
+        Err(Interrupt::Suspend)
+    }
+
+    /// Takes the next event of the instance's queue whose type is one of
+    /// `types` (any when empty). The event leaves the queue in the
+    /// transaction that records it here, so a crash loses nothing and
+    /// replay gets the same event. Without an event the run waits; after
+    /// `timeout` it gets `None`.
+    pub fn next_event(
+        &mut self,
+        name: &str,
+        types: &[&str],
+        timeout: Option<Duration>,
+    ) -> Result<Option<crate::queue::Event>> {
+        Ok(self.next_batch(name, types, 1, timeout)?.into_iter().next())
+    }
+
+    /// Like [`Ctx::next_event`], taking up to `count` events at once
+    /// (those pending when the run gets here; at least one unless the
+    /// timeout passed).
+    pub fn next_batch(
+        &mut self,
+        name: &str,
+        types: &[&str],
+        count: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<crate::queue::Event>> {
+        let types: Vec<String> = types.iter().map(|t| (*t).to_owned()).collect();
+        let timeout = timeout.map(|t| t.as_millis() as u64);
+        let events = wit::queue_next(name, &types, count, timeout)?;
+        Ok(events.into_iter().map(crate::queue::Event::from).collect())
+    }
+
+    /// For evolving code: the version of the code path at this position.
+    /// A run that gets here first records `latest`; a run whose history
+    /// predates the version gets 0. Branch on it to keep old runs on the
+    /// old path.
+    pub fn version(&mut self, name: &str, latest: u32) -> Result<u32> {
+        Ok(wit::version(name, latest)?)
+    }
+
+    /// For evolving code: stands in for a step `name` that the code no
+    /// longer has, so that runs which recorded it do not diverge.
+    pub fn removed(&mut self, name: &str) -> Result<()> {
+        Ok(wit::removed(name)?)
+    }
+
     /// Sleeps durably: the wake-up time is recorded the first time the run
     /// gets here; the instance may sleep, be evicted or restart meanwhile.
     pub fn sleep(&mut self, name: &str, duration: Duration) -> Result<()> {
@@ -319,8 +537,14 @@ pub fn __run<I: DeserializeOwned, R: Serialize>(
             });
         }
     };
-    let mut ctx = Ctx { _private: () };
-    match f(&mut ctx, input) {
+    let mut ctx = Ctx { undo: Vec::new() };
+    let result = match f(&mut ctx, input) {
+        Err(failure @ (Interrupt::Failed(_) | Interrupt::Error(_))) => {
+            ctx.roll_back().and(Err(failure))
+        }
+        other => other,
+    };
+    match result {
         Ok(output) => match serde_json::to_string(&output) {
             Ok(json) => RunOutcome::Completed(json),
             Err(e) => RunOutcome::Failed(Failure {

@@ -219,7 +219,8 @@ impl Cell {
                     }
                     cell.hook("migrate").await?;
                     cell.hook("wake").await?;
-                    cell.snapshot_policy().await
+                    cell.snapshot_policy().await?;
+                    cell.note_workflow().map_err(storage)
                 };
                 hooks.await
             }
@@ -329,6 +330,25 @@ impl Cell {
         self.created.take()
     }
 
+    /// Whether this instance has a workflow.
+    pub(crate) fn is_workflow(&self) -> bool {
+        self.store.data().is_workflow
+    }
+
+    /// At a wake: notes whether the instance has a workflow (its queue then
+    /// feeds the workflow's queue waits).
+    fn note_workflow(&mut self) -> rusqlite::Result<()> {
+        if self.exports.runner.is_none() || !crate::storage::workflow::has_schema(&self.db().conn)?
+        {
+            return Ok(());
+        }
+        let has_queue = queue_db::has_schema(&self.db().conn)?;
+        let state = self.store.data_mut();
+        state.is_workflow = true;
+        state.has_queue |= has_queue;
+        Ok(())
+    }
+
     /// Whether the creation started a workflow, once, after it committed.
     pub(crate) fn take_workflow_started(&mut self) -> bool {
         self.starting.is_none() && std::mem::take(&mut self.workflow_started)
@@ -358,6 +378,10 @@ impl Cell {
         let name = self.name().clone();
         let storage = |e| storage_error(&name, e);
         self.db().ensure_workflow_schema().map_err(storage)?;
+        // The workflow's queue waits read the instance's queue.
+        self.db().ensure_queue_schema().map_err(storage)?;
+        self.store.data_mut().has_queue = true;
+        self.store.data_mut().is_workflow = true;
         workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
         self.index
             .set_workflow_mark(&name.actor, &name.key, Some(now))
@@ -423,10 +447,10 @@ impl Cell {
                         ),
                         other => (None, "trapped", other.to_string()),
                     };
-                    let state = self.store.data_mut();
-                    state.workflow = Some(RunState::default());
-                    let recorded = state.record_step_failure(open, kind, code, &message);
-                    state.workflow = None;
+                    let recorded = self
+                        .store
+                        .data_mut()
+                        .record_step_failure(open, kind, code, &message);
                     recorded.map_err(|e| Error::Storage {
                         actor: self.name().actor.to_string(),
                         key: self.name().key.to_string(),
@@ -448,14 +472,20 @@ impl Cell {
                 Some(format!("{code}: {message}")),
                 None,
             ),
-            Ok(RunOutcome::Interrupted) => match &run.wait {
-                Some((at, what)) => (
+            Ok(RunOutcome::Interrupted) => match (&run.wait, &run.waits_for_queue) {
+                (Some((at, what)), _) => (
                     WorkflowStatus::Waiting,
                     None,
                     None,
-                    Some((*at, what.as_str())),
+                    Some((Some(*at), what.as_str())),
                 ),
-                None => (
+                (None, Some(what)) => (
+                    WorkflowStatus::Waiting,
+                    None,
+                    None,
+                    Some((None, what.as_str())),
+                ),
+                (None, None) => (
                     WorkflowStatus::Failed,
                     None,
                     Some("the run stopped at an interrupt that was not a wait".into()),
@@ -474,7 +504,8 @@ impl Cell {
             )
         })?;
         Ok(match wait {
-            Some((at, _)) => RunEnd::Wait(at),
+            Some((Some(at), _)) => RunEnd::Wait(at),
+            Some((None, _)) => RunEnd::Idle,
             None => RunEnd::Finished,
         })
     }
@@ -823,8 +854,11 @@ impl Drop for Cell {
 pub(crate) enum RunEnd {
     /// Nothing more to run: completed, failed, diverged, or no workflow.
     Finished,
-    /// Run again at this time (ms since the Unix epoch).
+    /// Run again at this time (ms since the Unix epoch), or sooner when
+    /// the queue grows.
     Wait(i64),
+    /// Run again when the queue grows (a queue wait without a timeout).
+    Idle,
     /// Run again now (a step's attempt failed by a trap and was recorded).
     Again,
     /// A step met a concurrent call of the instance; run again shortly.

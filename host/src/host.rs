@@ -348,7 +348,11 @@ impl Host {
                 tracing::warn!(actor, key, error = %e, "cannot index the new instance");
             }
             if cell.take_queue_grew() {
-                self.kick(&def, address);
+                if cell.is_workflow() {
+                    self.drive_workflow(address.clone());
+                } else {
+                    self.kick(&def, address);
+                }
             }
             if cell.take_workflow_started() {
                 self.drive_workflow(address.clone());

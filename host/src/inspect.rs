@@ -41,8 +41,9 @@ pub struct Inspection {
 /// letters.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueView {
-    /// The policy recorded at creation.
-    pub policy: QueuePolicy,
+    /// The policy recorded at creation; `None` for a workflow's queue,
+    /// which its queue waits consume.
+    pub policy: Option<QueuePolicy>,
     /// Number of pending events (including those in flight).
     pub pending_count: u64,
     /// The first [`INSPECT_ROWS`] pending events, in fifo order.
@@ -116,9 +117,10 @@ fn read_queue(conn: &Connection) -> rusqlite::Result<Option<QueueView>> {
     if !queue_db::has_schema(conn)? {
         return Ok(None);
     }
-    let Some(policy) = queue_db::policy(conn)? else {
+    let policy = queue_db::policy(conn)?;
+    if policy.is_none() && workflow_db::record(conn)?.is_none() {
         return Ok(None);
-    };
+    }
     Ok(Some(QueueView {
         policy,
         pending_count: queue_db::pending_count(conn)?,

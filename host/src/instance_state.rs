@@ -123,6 +123,8 @@ pub(crate) struct InstanceState {
     /// The host's index, to commit a workflow step that appended to the
     /// queue with the queue mark lowered (`None` in unit tests).
     pub(crate) index: Option<Arc<crate::storage::index::Index>>,
+    /// Whether the instance has a workflow.
+    pub(crate) is_workflow: bool,
     /// Set while a workflow run is going on.
     pub(crate) workflow: Option<crate::workflow::run::RunState>,
     wasi: WasiCtx,
@@ -162,6 +164,7 @@ impl InstanceState {
             appended: false,
             call_timeout: crate::config::DEFAULT_CALL_TIMEOUT,
             index: None,
+            is_workflow: false,
             workflow: None,
             wasi,
             table: ResourceTable::new(),

@@ -191,7 +191,7 @@ async fn a_custom_selector_picks_and_keeps_working_after_a_restart() {
     let log = log_of(&host, "k", 6).await;
     assert_eq!(types(&log[3..]), ["urgent", "normal", "normal"]);
     assert_eq!(
-        host.queue(ACTOR, "k").unwrap().policy.mode,
+        host.queue(ACTOR, "k").unwrap().policy.unwrap().mode,
         burrow::queue::QueueMode::Custom
     );
     host.shutdown().await;

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use burrow::Host;
-use burrow::workflow::{WorkflowStatus, WorkflowView};
+use burrow::workflow::{EntryKind, WorkflowStatus, WorkflowView};
 use serde_json::{Value, json};
 
 use crate::support::{call, counter, eventually, restart, start, workflow_probe};
@@ -238,5 +238,157 @@ async fn an_actor_without_a_workflow_says_so() {
     call(&host, "counter", "k", "increment", "[1]").await;
     let err = host.workflow("counter", "k").unwrap_err();
     assert_eq!((err.code(), err.http_status()), ("no-workflow", 400));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_loop_keeps_a_short_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    let n = 10_000;
+    create(&host, "k", json!({"loop_iterations": n})).await;
+    let mut longest = 0;
+    let view = eventually(LONG * 4, "the loop to finish", async || {
+        let view = host.workflow(ACTOR, "k").unwrap();
+        longest = longest.max(view.history_len);
+        view.record.status.is_final().then_some(view)
+    })
+    .await;
+    let out = output(&view);
+    assert_eq!(
+        (out["loop"].clone(), out["count"].clone()),
+        (json!(n), json!(n))
+    );
+    // The loop's entry, the final step; while it ran, at most one
+    // iteration's step besides.
+    assert_eq!(view.history_len, 2, "{:?}", view.history);
+    assert!(longest <= 3, "the history grew to {longest} entries");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_payment_loop_takes_queue_batches_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(
+        &host,
+        "k",
+        json!({"payment_batch": 5, "batch_timeout_ms": 700}),
+    )
+    .await;
+    let mut total = 0;
+    for i in 1..=12 {
+        let payload = json!({"amount": i}).to_string();
+        host.send(ACTOR, "k", "payment", &payload, Default::default())
+            .await
+            .unwrap();
+        total += i;
+    }
+    // Not a payment: the loop leaves it in the queue.
+    host.send(ACTOR, "k", "other", "null", Default::default())
+        .await
+        .unwrap();
+    let view = finished(&host, "k").await;
+    let out = output(&view);
+    assert_eq!(out["applied"], 12);
+    assert_eq!(out["count"], total);
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    assert_eq!(done.as_array().unwrap().len(), 12);
+    let queue = host.queue(ACTOR, "k").unwrap();
+    let left: Vec<&str> = queue
+        .pending
+        .iter()
+        .map(|e| e.event_type.as_str())
+        .collect();
+    assert_eq!(left, ["other"]);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_race_keeps_the_first_branch_to_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "approved", json!({"race_ms": 60_000})).await;
+    create(&host, "late", json!({"race_ms": 300})).await;
+    eventually(LONG, "the race to wait", async || {
+        let view = host.workflow(ACTOR, "approved").unwrap();
+        (view.record.status == WorkflowStatus::Waiting).then_some(())
+    })
+    .await;
+    host.send(ACTOR, "approved", "approve", "null", Default::default())
+        .await
+        .unwrap();
+    let out = output(&finished(&host, "approved").await);
+    assert_eq!(out["race"][0], 0);
+    assert!(
+        out["race"][1]
+            .as_str()
+            .unwrap()
+            .starts_with("approved by event")
+    );
+
+    let view = finished(&host, "late").await;
+    let out = output(&view);
+    assert_eq!(out["race"], json!([1, "timed out"]));
+    // The losing queue wait was dropped from the history; an approval that
+    // comes now stays in the queue.
+    assert!(
+        view.history.iter().all(|e| e.kind != EntryKind::Queue),
+        "{:?}",
+        view.history
+    );
+    host.send(ACTOR, "late", "approve", "null", Default::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(host.queue(ACTOR, "late").unwrap().pending_count, 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_join_waits_for_every_branch() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"join_ms": 1500})).await;
+    let waiting = eventually(LONG, "the join to wait", async || {
+        let view = host.workflow(ACTOR, "k").unwrap();
+        (view.record.status == WorkflowStatus::Waiting).then_some(view)
+    })
+    .await;
+    assert_eq!(waiting.record.waiting_on.as_deref(), Some("sleep `pause`"));
+    // The quick branch ran while the slow one waits.
+    assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 2);
+    let out = output(&finished(&host, "k").await);
+    assert_eq!(out["join"], json!([3, 2]));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failure_after_a_checkpoint_runs_the_rollback_handlers() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"rollback": true})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Failed);
+    let error = view.record.error.unwrap();
+    assert!(error.contains("declined"), "{error}");
+    assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 0);
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    assert_eq!(done, json!([["reserve", 1], ["undo reserve", 1]]));
+    let names: Vec<&str> = view.history.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["reserve", "charge", "rollback reserve"]);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn removed_steps_and_versions_keep_old_histories_replaying() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"remove_step": true})).await;
+    let out = output(&finished(&host, "k").await);
+    assert_eq!(out["version"], 7);
+    assert_eq!(out["count"], 1);
+    create(&host, "v", json!({"version": 2})).await;
+    assert_eq!(output(&finished(&host, "v").await)["version"], 2);
     host.shutdown().await;
 }

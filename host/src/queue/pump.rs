@@ -205,12 +205,19 @@ impl Run {
         let policy = match self
             .host
             .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
-                cell.host_transaction(|db| queue_db::policy(&db.conn))
+                let policy = cell.host_transaction(|db| queue_db::policy(&db.conn))?;
+                Ok((policy, cell.is_workflow()))
             })
             .await
         {
-            Ok(Some(policy)) => policy,
-            Ok(None) | Err(Error::NoSuchInstance { .. }) => return self.end_gone(),
+            // A workflow's queue feeds its queue waits, not `process`: the
+            // workflow's driver takes over (it sets its own mark first).
+            Ok((_, true)) => {
+                self.host.drive_workflow(self.address.clone());
+                return self.end_gone();
+            }
+            Ok((Some(policy), false)) => policy,
+            Ok((None, false)) | Err(Error::NoSuchInstance { .. }) => return self.end_gone(),
             Err(e) => return Err(e),
         };
         self.reader = Some(open_reader(&path).map_err(|e| self.storage(e))?);

@@ -294,6 +294,24 @@ pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Q
         .collect()
 }
 
+/// Up to `limit` pending events whose type is one of `types` (any when
+/// empty), in fifo order: for a workflow's queue wait.
+pub(crate) fn pending_of_types(
+    conn: &Connection,
+    types: &[String],
+    limit: usize,
+) -> rusqlite::Result<Vec<QueuedEvent>> {
+    let types = serde_json::to_string(types).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM _burrow_queue
+         WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
+         ORDER BY priority, created_at, id LIMIT ?2"
+    );
+    conn.prepare(&sql)?
+        .query_map(params![types, limit as i64], event)?
+        .collect()
+}
+
 /// The dead letters, oldest failure first.
 pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
     conn.prepare(

@@ -3,9 +3,12 @@
 //!
 //! `_burrow_workflow` holds the one workflow of the instance: its input,
 //! status and what it waits for. `_burrow_workflow_history` holds one entry
-//! per position the run reached (a step, a sleep, a recorded time), keyed
-//! by that position. A step's entry is written in the transaction that
-//! commits the step's own writes.
+//! per position the run reached (a step, a sleep, a recorded time, a loop,
+//! a join, a queue wait), keyed by that position's location: `3` for the
+//! fourth position of the run, `3/17/0` for the first position of
+//! iteration 17 of the loop at `3`, `5/1/2` for the third position of
+//! branch 1 of the join at `5`. A step's entry is written in the
+//! transaction that commits the step's own writes.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
@@ -25,7 +28,8 @@ CREATE TABLE IF NOT EXISTS _burrow_workflow (
     updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS _burrow_workflow_history (
-    position INTEGER PRIMARY KEY,
+    location TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
     status TEXT NOT NULL,
@@ -119,6 +123,16 @@ pub enum EntryKind {
     Sleep,
     /// A recorded time (`workflow.now`).
     Now,
+    /// A loop: its next iteration and carried state, or its output.
+    Loop,
+    /// A join of branches.
+    Join,
+    /// A race of branches: its winner once recorded.
+    Race,
+    /// A queue wait: the events it took.
+    Queue,
+    /// A recorded code version.
+    Version,
 }
 
 impl EntryKind {
@@ -128,6 +142,11 @@ impl EntryKind {
             EntryKind::Step => "step",
             EntryKind::Sleep => "sleep",
             EntryKind::Now => "now",
+            EntryKind::Loop => "loop",
+            EntryKind::Join => "join",
+            EntryKind::Race => "race",
+            EntryKind::Queue => "queue",
+            EntryKind::Version => "version",
         }
     }
 
@@ -135,6 +154,11 @@ impl EntryKind {
         match s {
             "sleep" => EntryKind::Sleep,
             "now" => EntryKind::Now,
+            "loop" => EntryKind::Loop,
+            "join" => EntryKind::Join,
+            "race" => EntryKind::Race,
+            "queue" => EntryKind::Queue,
+            "version" => EntryKind::Version,
             _ => EntryKind::Step,
         }
     }
@@ -150,8 +174,10 @@ pub enum EntryStatus {
     Failed,
     /// A step failed and waits for its retry.
     Retrying,
-    /// A sleep is not over.
+    /// A sleep is not over, or a queue wait has no event yet.
     Sleeping,
+    /// A loop or a join that has not finished.
+    Running,
 }
 
 impl EntryStatus {
@@ -162,6 +188,7 @@ impl EntryStatus {
             EntryStatus::Failed => "failed",
             EntryStatus::Retrying => "retrying",
             EntryStatus::Sleeping => "sleeping",
+            EntryStatus::Running => "running",
         }
     }
 
@@ -170,6 +197,7 @@ impl EntryStatus {
             "failed" => EntryStatus::Failed,
             "retrying" => EntryStatus::Retrying,
             "sleeping" => EntryStatus::Sleeping,
+            "running" => EntryStatus::Running,
             _ => EntryStatus::Done,
         }
     }
@@ -178,15 +206,16 @@ impl EntryStatus {
 /// One position of the workflow's history.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryEntry {
-    /// Its place in the run: 0 for the first step, sleep or time.
-    pub position: i64,
+    /// Its place in the run (see the module's documentation).
+    pub location: String,
     /// What it records.
     pub kind: EntryKind,
     /// The step's or sleep's name (`now` for a time).
     pub name: String,
     /// Where it is.
     pub status: EntryStatus,
-    /// A step's output (JSON text), or a recorded time.
+    /// A step's or loop's output (JSON text), a recorded time, a loop's
+    /// carried state, a race's winner, a queue wait's events, a version.
     pub output: Option<String>,
     /// For a failed step: `critical`, `timeout` or `exhausted`.
     pub failure_kind: Option<String>,
@@ -194,9 +223,11 @@ pub struct HistoryEntry {
     pub error_code: Option<String>,
     /// The last error of a step that failed at least once.
     pub error: Option<String>,
-    /// Attempts of a step that ran (committed or failed).
+    /// Attempts of a step that ran (committed or failed); a loop's next
+    /// iteration.
     pub attempts: i64,
-    /// A sleep's end, or when a failed step is retried.
+    /// A sleep's end, a queue wait's timeout, or when a failed step is
+    /// retried.
     pub wake_at: Option<i64>,
     /// When it was last written (ms since the Unix epoch).
     pub updated_at: i64,
@@ -251,7 +282,7 @@ pub(crate) fn set_status(
     status: WorkflowStatus,
     output: Option<&str>,
     error: Option<&str>,
-    wait: Option<(i64, &str)>,
+    wait: Option<(Option<i64>, &str)>,
     now: i64,
 ) -> rusqlite::Result<()> {
     conn.prepare(
@@ -264,7 +295,7 @@ pub(crate) fn set_status(
         status.as_str(),
         output,
         error,
-        wait.map(|w| w.0),
+        wait.and_then(|w| w.0),
         wait.map(|w| w.1),
         now
     ])?;
@@ -273,7 +304,7 @@ pub(crate) fn set_status(
 
 fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
     Ok(HistoryEntry {
-        position: r.get(0)?,
+        location: r.get(0)?,
         kind: EntryKind::parse(&r.get::<_, String>(1)?),
         name: r.get(2)?,
         status: EntryStatus::parse(&r.get::<_, String>(3)?),
@@ -287,26 +318,34 @@ fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
     })
 }
 
-const ENTRY_COLUMNS: &str = "position, kind, name, status, output, failure_kind, error_code, \
+const ENTRY_COLUMNS: &str = "location, kind, name, status, output, failure_kind, error_code, \
                              error, attempts, wake_at, updated_at";
 
-/// The entry at `position`, if the run reached it before.
-pub(crate) fn entry(conn: &Connection, position: i64) -> rusqlite::Result<Option<HistoryEntry>> {
+/// The entry at `location`, if the run reached it before.
+pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Option<HistoryEntry>> {
     conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history WHERE position = ?"
+        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history WHERE location = ?"
     ))?
-    .query_row([position], entry_from_row)
+    .query_row([location], entry_from_row)
     .optional()
 }
 
-/// Writes (or replaces) the entry at its position.
+/// Writes the entry at its location, replacing what was there (and keeping
+/// its place in the order).
 pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
     conn.prepare(&format!(
-        "INSERT OR REPLACE INTO _burrow_workflow_history ({ENTRY_COLUMNS})
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "INSERT INTO _burrow_workflow_history (seq, {ENTRY_COLUMNS})
+         VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM _burrow_workflow_history),
+                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (location) DO UPDATE SET
+             kind = excluded.kind, name = excluded.name, status = excluded.status,
+             output = excluded.output, failure_kind = excluded.failure_kind,
+             error_code = excluded.error_code, error = excluded.error,
+             attempts = excluded.attempts, wake_at = excluded.wake_at,
+             updated_at = excluded.updated_at"
     ))?
     .execute(params![
-        e.position,
+        e.location,
         e.kind.as_str(),
         e.name,
         e.status.as_str(),
@@ -324,10 +363,25 @@ pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result
 /// The first `limit` entries of the history, in order.
 pub(crate) fn history(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
     conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history ORDER BY position LIMIT ?"
+        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history ORDER BY seq LIMIT ?"
     ))?
     .query_map([limit as i64], entry_from_row)?
     .collect()
+}
+
+/// Deletes the entries under `prefix` (a location followed by `/`),
+/// except those under `keep` (another such prefix).
+pub(crate) fn delete_under(
+    conn: &Connection,
+    prefix: &str,
+    keep: Option<&str>,
+) -> rusqlite::Result<usize> {
+    // Locations hold digits and `/` only, so the prefixes need no escaping.
+    conn.prepare(
+        "DELETE FROM _burrow_workflow_history
+         WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
+    )?
+    .execute(params![prefix, keep])
 }
 
 /// Entries in the history.
@@ -361,7 +415,7 @@ mod tests {
             WorkflowStatus::Waiting,
             None,
             None,
-            Some((50, "sleep `s`")),
+            Some((Some(50), "sleep `s`")),
             12,
         )
         .unwrap();
@@ -377,7 +431,7 @@ mod tests {
     fn entries_are_kept_by_position() {
         let conn = db();
         let mut e = HistoryEntry {
-            position: 0,
+            location: "0".into(),
             kind: EntryKind::Step,
             name: "a".into(),
             status: EntryStatus::Retrying,
@@ -394,9 +448,23 @@ mod tests {
         e.output = Some("1".into());
         e.attempts = 2;
         put_entry(&conn, &e).unwrap();
-        let got = entry(&conn, 0).unwrap().unwrap();
+        let got = entry(&conn, "0").unwrap().unwrap();
         assert_eq!((got.status, got.attempts), (EntryStatus::Done, 2));
-        assert!(entry(&conn, 1).unwrap().is_none());
+        assert!(entry(&conn, "1").unwrap().is_none());
         assert_eq!(history(&conn, 10).unwrap().len(), 1);
+        for location in ["1", "1/0/0", "1/0/1", "1/1/0", "1/10/0", "10/0/0"] {
+            e.location = location.into();
+            put_entry(&conn, &e).unwrap();
+        }
+        // The first entry keeps its place after an update.
+        assert_eq!(history(&conn, 10).unwrap()[0].location, "0");
+        assert_eq!(delete_under(&conn, "1/1/", None).unwrap(), 1);
+        assert_eq!(delete_under(&conn, "1/", Some("1/0/")).unwrap(), 1);
+        let left: Vec<String> = history(&conn, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.location)
+            .collect();
+        assert_eq!(left, ["0", "1", "1/0/0", "1/0/1", "10/0/0"]);
     }
 }

@@ -42,18 +42,31 @@ pub struct WorkflowView {
     pub history_len: i64,
 }
 
-/// Instances whose workflow has a driver now.
+/// Instances whose workflow has a driver now, and those of them asked to
+/// run again (the queue grew during a run).
 #[derive(Default)]
-pub(crate) struct Drivers(Mutex<HashSet<Address>>);
+pub(crate) struct Drivers(Mutex<HashSet<Address>>, Mutex<HashSet<Address>>);
 
 impl Host {
-    /// Makes sure the workflow of (`actor`, `key`) is being driven.
+    /// Makes sure the workflow of (`actor`, `key`) is being driven. The
+    /// workflow mark is set to now first, so that a crash before the run
+    /// ends resumes it.
     pub(crate) fn drive_workflow(&self, address: Address) {
         if self.is_shutting_down() {
             return;
         }
         if !self.inner.drivers.0.lock().unwrap().insert(address.clone()) {
+            // The driver runs again after its current run (an append
+            // during a run is seen by the next one).
+            self.inner.drivers.1.lock().unwrap().insert(address);
             return;
+        }
+        if let Err(e) =
+            self.inner
+                .index
+                .set_workflow_mark(&address.actor, &address.key, Some(now_ms()))
+        {
+            tracing::error!(error = %e, "cannot record the workflow mark");
         }
         let host = self.clone();
         tokio::spawn(async move {
@@ -65,11 +78,17 @@ impl Host {
     async fn drive(&self, address: &Address) {
         let (actor, key) = (&*address.actor, &*address.key);
         loop {
+            self.inner.drivers.1.lock().unwrap().remove(address);
             let end = self
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
                     cell.run_workflow().await
                 })
                 .await;
+            let kicked = self.inner.drivers.1.lock().unwrap().remove(address);
+            let end = match end {
+                Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
+                other => other,
+            };
             let index = &self.inner.index;
             let marked = match end {
                 Ok(RunEnd::Again) => continue,
@@ -86,6 +105,8 @@ impl Host {
                     }
                     marked
                 }
+                // An append drives the workflow again.
+                Ok(RunEnd::Idle) => index.set_workflow_mark(actor, key, None),
                 Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
                     index.set_workflow_mark(actor, key, None)
                 }

@@ -5,23 +5,97 @@ use std::time::Duration;
 use crate::bindings::workflow::StepOptions;
 
 /// The state of one run, kept in the store while the guest runs.
-#[derive(Default)]
 pub(crate) struct RunState {
-    /// The position the next workflow call takes.
-    pub(crate) next_position: i64,
+    /// The scopes the run is in, the run itself first.
+    pub(crate) scopes: Vec<Scope>,
     /// The step whose body is running, with its transaction open.
     pub(crate) open: Option<OpenStep>,
     /// The earliest time the run waits for, and what for.
     pub(crate) wait: Option<(i64, String)>,
+    /// A queue wait with no event yet: the run also waits for an append.
+    pub(crate) waits_for_queue: Option<String>,
     /// Set when the history diverged: the run must stop.
     pub(crate) diverged: Option<String>,
     /// A committed step appended to the queue.
     pub(crate) committed_appends: bool,
 }
 
+impl Default for RunState {
+    fn default() -> Self {
+        RunState {
+            scopes: vec![Scope {
+                prefix: String::new(),
+                next: 0,
+                kind: ScopeKind::Run,
+            }],
+            open: None,
+            wait: None,
+            waits_for_queue: None,
+            diverged: None,
+            committed_appends: false,
+        }
+    }
+}
+
+impl RunState {
+    /// The location the next workflow call takes.
+    pub(crate) fn take_location(&mut self) -> String {
+        let scope = self
+            .scopes
+            .last_mut()
+            .expect("the run's scope is never left");
+        let location = format!("{}{}", scope.prefix, scope.next);
+        scope.next += 1;
+        location
+    }
+
+    /// The location the next workflow call would take, without taking it.
+    pub(crate) fn peek_location(&self) -> String {
+        let scope = self.scopes.last().expect("the run's scope is never left");
+        format!("{}{}", scope.prefix, scope.next)
+    }
+
+    /// Waits until `at` at the latest.
+    pub(crate) fn wait_until(&mut self, at: i64, what: String) {
+        if self
+            .wait
+            .as_ref()
+            .is_none_or(|(earliest, _)| at < *earliest)
+        {
+            self.wait = Some((at, what));
+        }
+    }
+}
+
+/// Where entries of the run go: the run itself, a loop's iteration, a
+/// join's branch.
+pub(crate) struct Scope {
+    /// Prepended to the scope's positions.
+    pub(crate) prefix: String,
+    /// The next position in the scope.
+    pub(crate) next: i64,
+    pub(crate) kind: ScopeKind,
+}
+
+pub(crate) enum ScopeKind {
+    Run,
+    Loop {
+        location: String,
+        iteration: i64,
+    },
+    Join {
+        location: String,
+        race: bool,
+        /// The run's waits before the join: a race's losers' waits are
+        /// dropped by going back to them.
+        saved_wait: Option<(i64, String)>,
+        saved_queue: Option<String>,
+    },
+}
+
 /// A step whose body is running.
 pub(crate) struct OpenStep {
-    pub(crate) position: i64,
+    pub(crate) location: String,
     pub(crate) name: String,
     pub(crate) attempt: u32,
     pub(crate) options: StepOptions,

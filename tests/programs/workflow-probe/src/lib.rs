@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use burrow_sdk::workflow::{self, Ctx, StepFailure, StepOptions};
+use burrow_sdk::workflow::{self, Ctx, Loop, StepFailure, StepOptions};
 use burrow_sdk::{Error, Json, Result, db, queue, state};
 use serde::Deserialize;
 use serde_json::json;
@@ -34,6 +34,28 @@ struct Config {
     spin_orchestration: bool,
     /// A `try_block` around two steps, the second failing for good.
     try_block: bool,
+    /// A loop of this many iterations, each one step.
+    loop_iterations: Option<u32>,
+    /// The seed's payment loop: batches of up to this many `payment`
+    /// events, until a wait of `batch_timeout_ms` finds none.
+    payment_batch: Option<u32>,
+    batch_timeout_ms: u64,
+    /// A race between an `approve` event and a sleep of this many ms.
+    race_ms: Option<u64>,
+    /// A join of a branch that sleeps this many ms and one that does not.
+    join_ms: Option<u64>,
+    /// Reserve (with a rollback handler) after a checkpoint, then fail.
+    rollback: bool,
+    /// Record a code version.
+    version: Option<u32>,
+    /// A step `old` that a later run of the same wasm instance no longer
+    /// has (it says `removed` instead), then a version check.
+    remove_step: bool,
+}
+
+#[derive(Deserialize)]
+struct Payment {
+    amount: i64,
 }
 
 /// Runs of the workflow in this wasm instance.
@@ -105,6 +127,16 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             std::hint::black_box(0);
         }
     }
+    if config.remove_step {
+        if run == 1 {
+            ctx.step("old", || add_one("old"))?;
+        } else {
+            ctx.removed("old")?;
+        }
+        ctx.sleep("nap", Duration::from_millis(50))?;
+        // Recorded by the second run: the first run stopped before it.
+        output.insert("version".into(), json!(ctx.version("after-nap", 7)?));
+    }
     if config.diverge {
         let name = if run == 1 { "first" } else { "second" };
         ctx.step(name, || add_one(name))?;
@@ -174,6 +206,101 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             Ok(())
         })?;
         output.insert("block".into(), failure_json(&block.unwrap_err()));
+    }
+    if let Some(n) = config.loop_iterations {
+        let end = ctx.repeat("count-loop", 0u32, |ctx, i| {
+            let name = format!("loop-{i}");
+            ctx.step("add", || add_one(&name))?;
+            Ok(if i + 1 == n {
+                Loop::Break(i + 1)
+            } else {
+                Loop::Continue(i + 1)
+            })
+        })?;
+        output.insert("loop".into(), json!(end));
+    }
+    if let Some(batch) = config.payment_batch {
+        let timeout = Some(Duration::from_millis(config.batch_timeout_ms));
+        let applied = ctx.repeat("payment-loop", 0u64, |ctx, applied| {
+            let payments = ctx.next_batch("wait-payment", &["payment"], batch, timeout)?;
+            if payments.is_empty() {
+                return Ok(Loop::Break(applied));
+            }
+            ctx.rollback_checkpoint("apply-payment-checkpoint");
+            let amounts: Vec<i64> = payments
+                .iter()
+                .map(|p| p.payload::<Payment>().map(|p| p.amount))
+                .collect::<Result<_>>()?;
+            ctx.step("apply-side-effects", || {
+                for (payment, amount) in payments.iter().zip(&amounts) {
+                    db::execute(
+                        "UPDATE counter SET value = value + ? WHERE id = 1",
+                        [*amount],
+                    )?;
+                    db::execute(
+                        "INSERT INTO done (step, attempt) VALUES (?, ?)",
+                        (
+                            format!("payment-{}", payment.id),
+                            workflow::attempt() as i64,
+                        ),
+                    )?;
+                }
+                Ok(())
+            })?;
+            Ok(Loop::Continue(applied + payments.len() as u64))
+        })?;
+        output.insert("applied".into(), json!(applied));
+    }
+    if let Some(ms) = config.race_ms {
+        let (winner, how) = ctx.race(
+            "approval",
+            vec![
+                Box::new(|ctx: &mut Ctx| {
+                    let event = ctx.next_event("approval", &["approve"], None)?;
+                    Ok(format!("approved by event {}", event.map_or(0, |e| e.id)))
+                }),
+                Box::new(move |ctx: &mut Ctx| {
+                    ctx.sleep("deadline", Duration::from_millis(ms))?;
+                    Ok("timed out".to_owned())
+                }),
+            ],
+        )?;
+        output.insert("race".into(), json!([winner, how]));
+    }
+    if let Some(ms) = config.join_ms {
+        let both = ctx.join(
+            "both",
+            vec![
+                Box::new(move |ctx: &mut Ctx| {
+                    ctx.step("slow-a", || add_one("slow-a"))?;
+                    ctx.sleep("pause", Duration::from_millis(ms))?;
+                    ctx.step("slow-b", || add_one("slow-b"))
+                }),
+                Box::new(|ctx: &mut Ctx| ctx.step("quick", || add_one("quick"))),
+            ],
+        )?;
+        output.insert("join".into(), json!(both));
+    }
+    if config.rollback {
+        ctx.rollback_checkpoint("start");
+        ctx.step_with_rollback(
+            "reserve",
+            || add_one("reserve"),
+            |_| {
+                db::execute("UPDATE counter SET value = value - 1 WHERE id = 1", ())?;
+                db::execute(
+                    "INSERT INTO done (step, attempt) VALUES ('undo reserve', ?)",
+                    [workflow::attempt() as i64],
+                )?;
+                Ok(())
+            },
+        )?;
+        ctx.step("charge", || -> Result<()> {
+            Err(Error::new("declined", "the card was declined").critical())
+        })?;
+    }
+    if let Some(latest) = config.version {
+        output.insert("version".into(), json!(ctx.version("shape", latest)?));
     }
     let total = ctx.step("total", count)?;
     output.insert("count".into(), json!(total));
