@@ -133,6 +133,10 @@ pub enum Command {
         actor: String,
         /// Instance key.
         key: String,
+        /// Show only the workflow: its status, what it waits for, and its
+        /// history (steps with attempts, errors and timers).
+        #[arg(long)]
+        history: bool,
         /// Ask this server instead of reading the data directory.
         #[arg(long)]
         url: Option<String>,
@@ -233,7 +237,7 @@ pub fn exit_code(code: &str) -> u8 {
         "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event" | "no-route"
         | "method-not-allowed" => 3,
         "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body"
-        | "invalid-event" | "payload-too-large" | "no-queue" => 4,
+        | "invalid-event" | "payload-too-large" | "no-queue" | "no-workflow" => 4,
         "action-failed" | "dead-lettered" => 5,
         "trapped" => 6,
         "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out" => 7,
@@ -439,16 +443,27 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Inspect {
             actor,
             key,
+            history,
             url,
             data_dir,
         } => {
             if let Some(url) = url {
-                return Ok(Some(Client::new(&url).inspect(&actor, &key).await?));
+                let client = Client::new(&url);
+                return Ok(Some(if history {
+                    client.workflow(&actor, &key).await?
+                } else {
+                    client.inspect(&actor, &key).await?
+                }));
             }
             let data_dir = match data_dir {
                 Some(dir) => dir,
                 None => load_manifest(&cli.manifest)?.data_dir(),
             };
+            if history {
+                let view = crate::inspect::workflow_view(&data_dir, &actor, &key)?
+                    .ok_or_else(|| Error::NoWorkflow(actor.clone()))?;
+                return Ok(Some(serde_json::to_value(view).unwrap_or(Value::Null)));
+            }
             let inspection = crate::inspect::inspect(&data_dir, &actor, &key)?;
             Ok(Some(
                 serde_json::to_value(inspection).unwrap_or(Value::Null),

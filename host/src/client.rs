@@ -131,6 +131,13 @@ impl Client {
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// The instance's workflow: status, what it waits for, and history.
+    pub async fn workflow(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        let url = format!("{}/workflow", self.instance_url(actor, key));
+        let (_, text) = self.request(self.http.get(url)).await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
     /// Appends an event to the instance's queue; with `options.wait`, waits
     /// for its processing. Returns the outcome: `{"status": "queued" |
     /// "processed" | "dead-lettered" | "timed-out", "id", ...}`.

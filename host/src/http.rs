@@ -109,6 +109,7 @@ pub fn router(host: Host) -> Router {
         .route("/actors/{actor}/{key}/state", get(state))
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .route("/actors/{actor}/{key}/queue", get(queue).post(send))
+        .route("/actors/{actor}/{key}/workflow", get(workflow))
         .route(
             "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
             post(requeue),
@@ -324,6 +325,17 @@ async fn queue(
 ) -> ApiResult<axum::Json<Value>> {
     let Path((actor, key)) = path?;
     let view = host.queue(&actor, &key)?;
+    Ok(axum::Json(
+        serde_json::to_value(view).unwrap_or(Value::Null),
+    ))
+}
+
+async fn workflow(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path((actor, key)) = path?;
+    let view = host.workflow(&actor, &key)?;
     Ok(axum::Json(
         serde_json::to_value(view).unwrap_or(Value::Null),
     ))

@@ -440,3 +440,180 @@ fn kill_9_during_processing_loses_no_event_and_applies_none_twice() {
     }
     server.unwrap().stop();
 }
+
+fn workflow_of(manifest: &Path, key: &str) -> Value {
+    let out = burrow(manifest, &["inspect", "workflow-probe", key, "--history"]);
+    serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null)
+}
+
+#[test]
+fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.workflow-probe]\ncomponent = {:?}\n",
+            programs::WORKFLOW_PROBE
+        ),
+    )
+    .unwrap();
+    let server = Serve::start(&manifest);
+    let config = json!({"steps": 200, "step_ms": 8}).to_string();
+    let out = burrow(
+        &manifest,
+        &[
+            "create",
+            "workflow-probe",
+            "k",
+            &config,
+            "--url",
+            &server.url,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let mut server = Some(server);
+    let mut progress = Vec::new();
+    for pause in [150, 90, 260, 40, 200, 120, 310, 70] {
+        std::thread::sleep(Duration::from_millis(pause));
+        let view = workflow_of(&manifest, "k");
+        progress.push(view["history_len"].as_i64().unwrap_or(0));
+        let mut serve = server.take().unwrap();
+        serve.child.kill().unwrap(); // SIGKILL
+        serve.child.wait().unwrap();
+        server = Some(Serve::start(&manifest));
+    }
+    let mid_way = progress.iter().filter(|n| (1..200).contains(*n)).count();
+    assert!(mid_way >= 3, "too few kills landed mid-way: {progress:?}");
+    // Nobody calls: the workflow resumes by itself.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let view = loop {
+        let view = workflow_of(&manifest, "k");
+        if view["status"] == "completed" {
+            break view;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the workflow did not finish: {view}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output: Value = serde_json::from_str(view["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["count"], 200, "{progress:?}");
+    let url = server.as_ref().unwrap().url.clone();
+    let out = burrow(
+        &manifest,
+        &["call", "workflow-probe", "k", "count", "--url", &url],
+    );
+    assert_eq!(stdout(&out), "200");
+    let out = burrow(
+        &manifest,
+        &["call", "workflow-probe", "k", "done", "--url", &url],
+    );
+    let done: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(done.len(), 200);
+    eprintln!("history length at each kill: {progress:?}");
+    server.unwrap().stop();
+}
+
+#[test]
+fn kill_9_during_queue_waits_and_a_rollback_loses_nothing_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.workflow-probe]\ncomponent = {:?}\n",
+            programs::WORKFLOW_PROBE
+        ),
+    )
+    .unwrap();
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let run = |args: &[&str]| {
+        let out = burrow(&manifest, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out
+    };
+    // 60 payments taken 3 at a time, each batch applied in a 20 ms step.
+    let pay = json!({"payment_batch": 3, "batch_timeout_ms": 1500, "step_ms": 20}).to_string();
+    run(&["create", "workflow-probe", "pay", &pay, "--url", &url]);
+    run(&[
+        "call",
+        "workflow-probe",
+        "pay",
+        "pay",
+        "[60]",
+        "--url",
+        &url,
+    ]);
+    // 30 reservations, then a failure: 30 undos of 20 ms each.
+    let undo = json!({"rollback": true, "reservations": 30, "step_ms": 20}).to_string();
+    run(&["create", "workflow-probe", "undo", &undo, "--url", &url]);
+
+    let mut server = Some(server);
+    let mut running_at_kill = Vec::new();
+    for pause in [120, 200, 80, 260, 150] {
+        std::thread::sleep(Duration::from_millis(pause));
+        let status = |key| {
+            workflow_of(&manifest, key)["status"]
+                .as_str()
+                .map(str::to_owned)
+        };
+        running_at_kill.push((status("pay"), status("undo")));
+        let mut serve = server.take().unwrap();
+        serve.child.kill().unwrap(); // SIGKILL
+        serve.child.wait().unwrap();
+        server = Some(Serve::start(&manifest));
+    }
+    let mid_way = |key: usize| {
+        running_at_kill
+            .iter()
+            .map(|(pay, undo)| if key == 0 { pay } else { undo })
+            .filter(|s| matches!(s.as_deref(), Some("running" | "waiting")))
+            .count()
+    };
+    assert!(
+        mid_way(0) >= 2 && mid_way(1) >= 2,
+        "too few kills landed mid-way: {running_at_kill:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for key in ["pay", "undo"] {
+        loop {
+            let view = workflow_of(&manifest, key);
+            if ["completed", "failed"].contains(&view["status"].as_str().unwrap_or("")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{key} did not finish: {view}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let url = server.as_ref().unwrap().url.clone();
+    let call = |key: &str, action: &str| -> Value {
+        let out = burrow(
+            &manifest,
+            &["call", "workflow-probe", key, action, "--url", &url],
+        );
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    // Every payment applied exactly once: 1 + 2 + .. + 60.
+    assert_eq!(call("pay", "count"), json!(1830));
+    assert_eq!(call("pay", "done").as_array().unwrap().len(), 60);
+    let view = workflow_of(&manifest, "pay");
+    let output: Value = serde_json::from_str(view["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["applied"], 60);
+    // Every reservation undone exactly once, newest first.
+    assert_eq!(call("undo", "count"), json!(0));
+    let done = call("undo", "done");
+    let done: Vec<&str> = done
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d[0].as_str().unwrap())
+        .collect();
+    assert_eq!(done.len(), 60, "{done:?}");
+    assert_eq!(done[30], "undo reserve-29");
+    assert_eq!(done[59], "undo reserve");
+    assert_eq!(workflow_of(&manifest, "undo")["status"], "failed");
+    server.unwrap().stop();
+}

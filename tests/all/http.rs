@@ -340,3 +340,50 @@ async fn the_queue_over_http() {
     assert_eq!(got, 400);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe(), counter()]).await;
+    let server = Server::start(host).await;
+    let client = Client::new(&server.url);
+    client
+        .create("workflow-probe", "w", &json!({"steps": 3}).to_string())
+        .await
+        .unwrap();
+    let view = eventually(
+        std::time::Duration::from_secs(20),
+        "completion",
+        async || {
+            let view = client.workflow("workflow-probe", "w").await.unwrap();
+            (view["status"] == "completed").then_some(view)
+        },
+    )
+    .await;
+    assert_eq!(view["history_len"], 4);
+    let steps: Vec<&str> = view["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["add-0", "add-1", "add-2", "total"]);
+    assert_eq!(view["history"][0]["attempts"], 1);
+    assert_eq!(view["history"][0]["kind"], "step");
+
+    client
+        .call("counter", "c", "increment", "[1]")
+        .await
+        .unwrap();
+    let url = format!("{}/actors/counter/c/workflow", server.url);
+    let (status, body) = raw(reqwest::Method::GET, &url, "").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "no-workflow");
+    let url = format!("{}/actors/workflow-probe/nobody/workflow", server.url);
+    let (status, body) = raw(reqwest::Method::GET, &url, "").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("no-such-instance"))
+    );
+    server.stop().await;
+}

@@ -14,6 +14,8 @@ use serde_json::json;
 struct Config {
     /// Steps that each add 1 to the counter.
     steps: u32,
+    /// How long each of those steps takes.
+    step_ms: u64,
     /// A durable sleep after the first half of the steps.
     sleep_ms: Option<u64>,
     /// Step `flaky` fails on attempts before this one.
@@ -46,6 +48,8 @@ struct Config {
     join_ms: Option<u64>,
     /// Reserve (with a rollback handler) after a checkpoint, then fail.
     rollback: bool,
+    /// How many reservations (1 by default); each undo takes `step_ms`.
+    reservations: Option<u32>,
     /// Record a code version.
     version: Option<u32>,
     /// A step `old` that a later run of the same wasm instance no longer
@@ -152,7 +156,10 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             output.insert("slept_from".into(), json!(before));
         }
         let name = format!("add-{i}");
-        ctx.step(&name, || add_one(&name))?;
+        ctx.step(&name, || {
+            std::thread::sleep(Duration::from_millis(config.step_ms));
+            add_one(&name)
+        })?;
     }
     if let Some(until) = config.fail_until {
         let options = quick().retries(config.retries);
@@ -232,6 +239,7 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
                 .map(|p| p.payload::<Payment>().map(|p| p.amount))
                 .collect::<Result<_>>()?;
             ctx.step("apply-side-effects", || {
+                std::thread::sleep(Duration::from_millis(config.step_ms));
                 for (payment, amount) in payments.iter().zip(&amounts) {
                     db::execute(
                         "UPDATE counter SET value = value + ? WHERE id = 1",
@@ -283,18 +291,28 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
     }
     if config.rollback {
         ctx.rollback_checkpoint("start");
-        ctx.step_with_rollback(
-            "reserve",
-            || add_one("reserve"),
-            |_| {
-                db::execute("UPDATE counter SET value = value - 1 WHERE id = 1", ())?;
-                db::execute(
-                    "INSERT INTO done (step, attempt) VALUES ('undo reserve', ?)",
-                    [workflow::attempt() as i64],
-                )?;
-                Ok(())
-            },
-        )?;
+        let step_ms = config.step_ms;
+        for i in 0..config.reservations.unwrap_or(1) {
+            let name = if i == 0 {
+                "reserve".to_owned()
+            } else {
+                format!("reserve-{i}")
+            };
+            let undo_name = format!("undo {name}");
+            ctx.step_with_rollback(
+                &name,
+                || add_one(&name),
+                move |_| {
+                    std::thread::sleep(Duration::from_millis(step_ms));
+                    db::execute("UPDATE counter SET value = value - 1 WHERE id = 1", ())?;
+                    db::execute(
+                        "INSERT INTO done (step, attempt) VALUES (?, ?)",
+                        (undo_name.as_str(), workflow::attempt() as i64),
+                    )?;
+                    Ok(())
+                },
+            )?;
+        }
         ctx.step("charge", || -> Result<()> {
             Err(Error::new("declined", "the card was declined").critical())
         })?;
@@ -319,6 +337,14 @@ fn done() -> Result<Vec<(String, i64)>> {
         .collect()
 }
 
+/// Appends `n` payments of 1, 2, .. n to the queue, in one transaction.
+fn pay(n: i64) -> Result<()> {
+    for amount in 1..=n {
+        queue::append("payment", &json!({ "amount": amount }))?;
+    }
+    Ok(())
+}
+
 /// Calls a workflow import from an action: the host refuses it.
 fn workflow_call_in_action() -> Result<String> {
     match burrow_sdk::wit::burrow::actor::workflow::now() {
@@ -330,5 +356,5 @@ fn workflow_call_in_action() -> Result<String> {
 burrow_sdk::actor! {
     migrate: migrate,
     workflow: run,
-    actions: [count, done, workflow_call_in_action],
+    actions: [count, done, pay, workflow_call_in_action],
 }
