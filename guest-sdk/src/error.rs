@@ -16,6 +16,9 @@ pub struct Error {
     /// In a workflow step: not worth retrying; the step fails for good at
     /// once (see [`Error::critical`]).
     pub critical: bool,
+    /// In a workflow step: fail for good and roll the workflow back (see
+    /// [`Error::rollback`]).
+    pub rollback: bool,
 }
 
 /// `Result` with [`Error`] as its default error.
@@ -28,7 +31,17 @@ impl Error {
             code: code.into(),
             message: message.into(),
             critical: false,
+            rollback: false,
         }
+    }
+
+    /// Marks the error as a rollback request: a workflow step that returns
+    /// it fails for good at once (kind `rollback`), `try_block` does not
+    /// catch it (unless asked to), and an uncaught one rolls the workflow
+    /// back to its last checkpoint.
+    pub fn rollback(mut self) -> Self {
+        self.rollback = true;
+        self
     }
 
     /// Marks the error critical: a workflow step that returns it fails for

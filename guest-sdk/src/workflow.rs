@@ -60,6 +60,12 @@ impl From<Error> for Interrupt {
     }
 }
 
+impl From<StepFailure> for Interrupt {
+    fn from(f: StepFailure) -> Self {
+        Interrupt::Failed(f)
+    }
+}
+
 impl From<wit::Interrupt> for Interrupt {
     fn from(i: wit::Interrupt) -> Self {
         match i {
@@ -82,8 +88,8 @@ pub enum FailureKind {
     Timeout,
     /// Every attempt failed.
     Exhausted,
-    /// A rollback handler failed for good while the workflow rolled back
-    /// after another failure.
+    /// The step asked for a rollback ([`Error::rollback`]), or a rollback
+    /// handler failed for good.
     Rollback,
 }
 
@@ -107,6 +113,7 @@ impl From<wit::StepFailure> for StepFailure {
                 wit::FailureKind::Critical => FailureKind::Critical,
                 wit::FailureKind::Timeout => FailureKind::Timeout,
                 wit::FailureKind::Exhausted => FailureKind::Exhausted,
+                wit::FailureKind::Rollback => FailureKind::Rollback,
             },
             code: f.code,
             message: f.message,
@@ -288,6 +295,7 @@ impl Ctx {
                             }),
                         ),
                     },
+                    Err(e) if e.rollback => (None, wit::StepOutcome::Rollback(e.into())),
                     Err(e) if e.critical => (None, wit::StepOutcome::Critical(e.into())),
                     Err(e) => (None, wit::StepOutcome::Error(e.into())),
                 };
@@ -302,15 +310,31 @@ impl Ctx {
         }
     }
 
-    /// Runs `block`; a terminal step failure inside it comes back as data
-    /// (waits, divergence and orchestration errors still interrupt).
+    /// Runs `block`; a terminal failure of a step, join or race inside it
+    /// comes back as data, except a rollback (waits, divergence and
+    /// orchestration errors still interrupt). What the block's steps wrote
+    /// before the failure stays: catching a failure does not undo it.
     pub fn try_block<T>(
         &mut self,
         block: impl FnOnce(&mut Ctx) -> Result<T>,
     ) -> Result<std::result::Result<T, StepFailure>> {
+        self.try_block_catching(false, block)
+    }
+
+    /// [`Ctx::try_block`] that also catches rollbacks when
+    /// `catch_rollback` is set.
+    pub fn try_block_catching<T>(
+        &mut self,
+        catch_rollback: bool,
+        block: impl FnOnce(&mut Ctx) -> Result<T>,
+    ) -> Result<std::result::Result<T, StepFailure>> {
         match block(self) {
             Ok(value) => Ok(Ok(value)),
-            Err(Interrupt::Failed(failure)) => Ok(Err(failure)),
+            Err(Interrupt::Failed(failure))
+                if catch_rollback || failure.kind != FailureKind::Rollback =>
+            {
+                Ok(Err(failure))
+            }
             Err(other) => Err(other),
         }
     }

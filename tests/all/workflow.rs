@@ -377,6 +377,22 @@ async fn a_failure_after_a_checkpoint_runs_the_rollback_handlers() {
     assert_eq!(done, json!([["reserve", 1], ["undo reserve", 1]]));
     let names: Vec<&str> = view.history.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["reserve", "charge", "rollback reserve"]);
+
+    // A step that asks for a rollback: data to try_step, not caught by
+    // try_block, and the workflow rolls back.
+    create(&host, "asked", json!({"rollback": true, "request_rollback": true})).await;
+    let view = finished(&host, "asked").await;
+    assert_eq!(view.record.status, WorkflowStatus::Failed);
+    let error = view.record.error.unwrap();
+    assert!(error.contains("fraud") && error.contains("Rollback"), "{error}");
+    let done = call(&host, ACTOR, "asked", "done", "[]").await;
+    assert_eq!(
+        done,
+        json!([["reserve", 1], ["Rollback", 0], ["undo reserve", 1]])
+    );
+    let charge = view.history.iter().find(|e| e.name == "charge").unwrap();
+    assert_eq!(charge.failure_kind.as_deref(), Some("rollback"));
+    assert_eq!(charge.attempts, 1);
     host.shutdown().await;
 }
 

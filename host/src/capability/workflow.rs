@@ -119,6 +119,7 @@ impl Host for InstanceState {
             },
             StepOutcome::Error(f) => (None, f),
             StepOutcome::Critical(f) => (Some(FailureKind::Critical), f),
+            StepOutcome::Rollback(f) => (Some(FailureKind::Rollback), f),
         };
         self.db.rollback();
         self.appended = false;
@@ -737,6 +738,7 @@ fn failure_kind_name(kind: FailureKind) -> &'static str {
         FailureKind::Critical => "critical",
         FailureKind::Timeout => "timeout",
         FailureKind::Exhausted => "exhausted",
+        FailureKind::Rollback => "rollback",
     }
 }
 
@@ -745,6 +747,7 @@ fn step_failure(e: &HistoryEntry) -> StepFailure {
         kind: match e.failure_kind.as_deref() {
             Some("critical") => FailureKind::Critical,
             Some("timeout") => FailureKind::Timeout,
+            Some("rollback") => FailureKind::Rollback,
             _ => FailureKind::Exhausted,
         },
         code: e.error_code.clone().unwrap_or_default(),

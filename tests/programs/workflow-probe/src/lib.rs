@@ -50,6 +50,9 @@ struct Config {
     rollback: bool,
     /// How many reservations (1 by default); each undo takes `step_ms`.
     reservations: Option<u32>,
+    /// The failure after the reservations is a rollback request inside a
+    /// `try_block` (which does not catch it), not a critical error.
+    request_rollback: bool,
     /// Record a code version.
     version: Option<u32>,
     /// A step `old` that a later run of the same wasm instance no longer
@@ -313,9 +316,27 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
                 },
             )?;
         }
-        ctx.step("charge", || -> Result<()> {
-            Err(Error::new("declined", "the card was declined").critical())
-        })?;
+        if config.request_rollback {
+            // tryStep turns a rollback request into data...
+            let asked = ctx.try_step("ask", || -> Result<()> {
+                Err(Error::new("asked", "just asking").rollback())
+            })?;
+            let kind = format!("{:?}", asked.unwrap_err().kind);
+            ctx.step("note", || {
+                db::execute("INSERT INTO done (step, attempt) VALUES (?, 0)", [kind.as_str()])?;
+                Ok(())
+            })?;
+            // ...and try_block lets it through.
+            ctx.try_block(|ctx| {
+                ctx.step("charge", || -> Result<()> {
+                    Err(Error::new("fraud", "roll it all back").rollback())
+                })
+            })??;
+        } else {
+            ctx.step("charge", || -> Result<()> {
+                Err(Error::new("declined", "the card was declined").critical())
+            })?;
+        }
     }
     if let Some(latest) = config.version {
         output.insert("version".into(), json!(ctx.version("shape", latest)?));
