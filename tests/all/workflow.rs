@@ -232,6 +232,24 @@ async fn orchestration_code_that_never_returns_fails_the_workflow() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn orchestration_code_may_not_read_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"clock_in_orchestration": true})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Failed);
+    let error = view.record.error.unwrap();
+    assert!(
+        error.contains("wasi:clocks/wall-clock.now was called by workflow orchestration code"),
+        "{error}"
+    );
+    // The step that read the clock committed.
+    assert_eq!(view.history[0].name, "clock");
+    assert_eq!(view.history[0].status, burrow::workflow::EntryStatus::Done);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_actor_without_a_workflow_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[counter()]).await;
@@ -380,11 +398,19 @@ async fn a_failure_after_a_checkpoint_runs_the_rollback_handlers() {
 
     // A step that asks for a rollback: data to try_step, not caught by
     // try_block, and the workflow rolls back.
-    create(&host, "asked", json!({"rollback": true, "request_rollback": true})).await;
+    create(
+        &host,
+        "asked",
+        json!({"rollback": true, "request_rollback": true}),
+    )
+    .await;
     let view = finished(&host, "asked").await;
     assert_eq!(view.record.status, WorkflowStatus::Failed);
     let error = view.record.error.unwrap();
-    assert!(error.contains("fraud") && error.contains("Rollback"), "{error}");
+    assert!(
+        error.contains("fraud") && error.contains("Rollback"),
+        "{error}"
+    );
     let done = call(&host, ACTOR, "asked", "done", "[]").await;
     assert_eq!(
         done,

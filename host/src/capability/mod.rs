@@ -2,6 +2,7 @@
 //! linker that offers them (with WASI) to every component.
 
 pub(crate) mod db;
+pub(crate) mod determinism;
 pub(crate) mod log;
 pub(crate) mod queue;
 pub(crate) mod state;
@@ -20,6 +21,7 @@ impl bindings::types::Host for InstanceState {}
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    determinism::shadow_wasi(&mut linker)?;
     bindings::WorkflowActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
         &mut linker,
         |s| s,

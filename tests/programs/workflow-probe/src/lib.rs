@@ -34,6 +34,8 @@ struct Config {
     diverge: bool,
     /// Orchestration code that never returns.
     spin_orchestration: bool,
+    /// Orchestration code that reads the clock (inside a step is fine).
+    clock_in_orchestration: bool,
     /// A `try_block` around two steps, the second failing for good.
     try_block: bool,
     /// A loop of this many iterations, each one step.
@@ -128,6 +130,15 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             state::set(&json!({"inside": true}))?;
             Ok(())
         })?;
+    }
+    if config.clock_in_orchestration {
+        let inside = ctx.step("clock", || {
+            Ok(std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64))
+        })?;
+        output.insert("clock_in_step".into(), json!(inside > 0));
+        let _ = std::hint::black_box(std::time::SystemTime::now());
     }
     if config.spin_orchestration {
         loop {
@@ -323,7 +334,10 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             })?;
             let kind = format!("{:?}", asked.unwrap_err().kind);
             ctx.step("note", || {
-                db::execute("INSERT INTO done (step, attempt) VALUES (?, 0)", [kind.as_str()])?;
+                db::execute(
+                    "INSERT INTO done (step, attempt) VALUES (?, 0)",
+                    [kind.as_str()],
+                )?;
                 Ok(())
             })?;
             // ...and try_block lets it through.
