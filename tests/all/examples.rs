@@ -1,4 +1,4 @@
-//! The queue examples of `examples/`, end to end.
+//! The queue and workflow examples of `examples/`, end to end.
 
 use std::time::Duration;
 
@@ -142,5 +142,129 @@ async fn alerts_take_the_preferred_type_first_then_priorities() {
     })
     .await;
     assert_eq!(handled, json!(["disk.full", "net.down", "cpu.high"]));
+    host.shutdown().await;
+}
+
+fn workflow_examples() -> Vec<ActorSpec> {
+    vec![
+        ActorSpec::new("payment", programs::PAYMENT),
+        ActorSpec::new("payment-loop", programs::PAYMENT_LOOP),
+        ActorSpec::new("fulfillment", programs::FULFILLMENT),
+    ]
+}
+
+async fn workflow_done(
+    host: &burrow::Host,
+    actor: &str,
+    key: &str,
+) -> burrow::workflow::WorkflowView {
+    eventually(LONG, &format!("{actor}/{key} to finish"), async || {
+        let view = host.workflow(actor, key).unwrap();
+        view.record.status.is_final().then_some(view)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_payment_goes_to_manual_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &workflow_examples()).await;
+    host.create("payment", "ok", &json!({"order": "order-1"}).to_string())
+        .await
+        .unwrap();
+    host.create(
+        "payment",
+        "declined",
+        &json!({"order": "order-2", "declined": true}).to_string(),
+    )
+    .await
+    .unwrap();
+    let paid = workflow_done(&host, "payment", "ok").await;
+    assert_eq!(paid.record.output.as_deref(), Some("\"paid\""));
+    assert_eq!(
+        call(&host, "payment", "ok", "get_state", "[]").await,
+        json!({"status": "paid", "reason": null, "charge": "charge-order-1"})
+    );
+    let review = workflow_done(&host, "payment", "declined").await;
+    assert_eq!(review.record.output.as_deref(), Some("\"manual-review\""));
+    let charge = &review.history[0];
+    assert_eq!(
+        (charge.attempts, charge.failure_kind.as_deref()),
+        (4, Some("exhausted"))
+    );
+    let state = call(&host, "payment", "declined", "get_state", "[]").await;
+    assert_eq!(state["status"], "manual-review");
+    assert_eq!(state["reason"], "the card for order-2 was declined");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_payment_loop_applies_every_payment_once_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &workflow_examples()).await;
+    host.create("payment-loop", "main", "null").await.unwrap();
+    let mut total = 0;
+    for i in 0..25 {
+        let payment = json!({"id": format!("p-{i}"), "amount": i * 10}).to_string();
+        host.send("payment-loop", "main", "payment", &payment, send())
+            .await
+            .unwrap();
+        total += i * 10;
+    }
+    // A restart while the loop works through them.
+    let host = restart(host, &workflow_examples()).await;
+    for i in 25..30 {
+        let payment = json!({"id": format!("p-{i}"), "amount": i * 10}).to_string();
+        host.send("payment-loop", "main", "payment", &payment, send())
+            .await
+            .unwrap();
+        total += i * 10;
+    }
+    let state = eventually(LONG, "30 payments", async || {
+        let state = call(&host, "payment-loop", "main", "get_state", "[]").await;
+        (state["applied_count"] == 30).then_some(state)
+    })
+    .await;
+    assert_eq!(state["total_amount"], total);
+    assert_eq!(state["last_payment_id"], "p-29");
+    // The loop runs on, waiting for more; its history stays short.
+    let view = host.workflow("payment-loop", "main").unwrap();
+    assert_eq!(
+        view.record.status,
+        burrow::workflow::WorkflowStatus::Waiting
+    );
+    assert!(view.history_len <= 3, "{:?}", view.history);
+    assert_eq!(host.queue("payment-loop", "main").unwrap().pending_count, 0);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fulfillment_joins_quotes_and_races_approval_against_a_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &workflow_examples()).await;
+    let order = |ms: u64| json!({"weight_kg": 3, "approval_ms": ms}).to_string();
+    host.create("fulfillment", "approved", &order(60_000))
+        .await
+        .unwrap();
+    host.create("fulfillment", "late", &order(300))
+        .await
+        .unwrap();
+    eventually(LONG, "the approval wait", async || {
+        let state = call(&host, "fulfillment", "approved", "get_state", "[]").await;
+        (state["status"] == "awaiting-approval").then_some(())
+    })
+    .await;
+    host.send("fulfillment", "approved", "approve", "null", send())
+        .await
+        .unwrap();
+    let shipped = workflow_done(&host, "fulfillment", "approved").await;
+    let output: Value = serde_json::from_str(shipped.record.output.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        output,
+        json!({"status": "shipped", "carrier": "rail", "cents": 860})
+    );
+    let late = workflow_done(&host, "fulfillment", "late").await;
+    let output: Value = serde_json::from_str(late.record.output.as_deref().unwrap()).unwrap();
+    assert_eq!(output["status"], "cancelled");
     host.shutdown().await;
 }

@@ -19,6 +19,9 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("ROUTER", "router", "router"),
     ("CODER", "coder", "coder"),
     ("ALERTS", "alerts", "alerts"),
+    ("PAYMENT", "payment", "payment"),
+    ("PAYMENT_LOOP", "payment-loop", "payment_loop"),
+    ("FULFILLMENT", "fulfillment", "fulfillment"),
 ];
 
 fn main() {
@@ -43,6 +46,9 @@ fn main() {
         "examples/router",
         "examples/coder",
         "examples/alerts",
+        "examples/payment",
+        "examples/payment-loop",
+        "examples/fulfillment",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
