@@ -22,6 +22,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("PAYMENT", "payment", "payment"),
     ("PAYMENT_LOOP", "payment-loop", "payment_loop"),
     ("FULFILLMENT", "fulfillment", "fulfillment"),
+    ("STEPPER", "stepper", "stepper"),
 ];
 
 fn main() {
@@ -49,6 +50,7 @@ fn main() {
         "examples/payment",
         "examples/payment-loop",
         "examples/fulfillment",
+        "examples/stepper",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }

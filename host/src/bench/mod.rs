@@ -5,6 +5,7 @@
 //! - W3: first call to N new instances (create), then the first call to each
 //!   after a restart of the host (wake).
 //! - W4: the queue, on the manifest's `mailer` actor (see [`queue`]).
+//! - W5: workflows, on the manifest's `stepper` actor (see [`workflow`]).
 //! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters
 //!   (calls) and its mailer (queue sends, all checked as processed),
 //!   reporting errors and the peak memory of the process.
@@ -17,6 +18,7 @@
 mod floor;
 pub mod load;
 mod queue;
+mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -56,6 +58,12 @@ pub struct BenchArgs {
     /// Run only W4 (the queue), and W1 in-process to compare with.
     #[arg(long)]
     pub queue: bool,
+    /// Steps of the workflow in W5.
+    #[arg(long, default_value_t = 1_000)]
+    pub w5_steps: usize,
+    /// Run only W5 (workflows), and W1 in-process to compare with.
+    #[arg(long)]
+    pub workflows: bool,
     /// Run only the load workload: 64 HTTP clients for this many seconds on
     /// the manifest's counters (every actor named `counter*`) and its
     /// `mailer` (queue sends).
@@ -166,9 +174,14 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     .await?;
     eprintln!("W1 in-process: {}", w1.to_json());
     report.insert("w1_in_process".into(), w1.to_json());
-    if args.queue {
+    if args.queue || args.workflows {
         host.shutdown().await;
-        report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
+        if args.queue {
+            report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
+        }
+        if args.workflows {
+            report.insert("w5".into(), w5(manifest, &dir("w5"), &args, &report).await?);
+        }
         return Ok(Value::Object(report));
     }
 
@@ -238,6 +251,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     report.insert("w3_wake".into(), wake.to_json());
 
     report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
+    report.insert("w5".into(), w5(manifest, &dir("w5"), &args, &report).await?);
 
     // The floor, on the same machine in the same run.
     let floor = floor::run(&spec.component, &dir("floor"), args.ops, args.instances)
@@ -273,6 +287,26 @@ async fn w4(manifest: &Path, dir: &Path, args: &BenchArgs) -> Result<Value> {
     let w4 = queue::run(config(dir, args), spec, args.w4_jobs).await?;
     eprintln!("W4: {w4}");
     Ok(w4)
+}
+
+async fn w5(
+    manifest: &Path,
+    dir: &Path,
+    args: &BenchArgs,
+    report: &serde_json::Map<String, Value>,
+) -> Result<Value> {
+    let manifest = Manifest::load(manifest)?;
+    let Some(spec) = manifest.actors.get("stepper") else {
+        bail!("the manifest has no `stepper` actor, which W5 uses");
+    };
+    let mut w5 = workflow::run(config(dir, args), spec, args.w5_steps).await?;
+    let step_us = w5["us_per_step"].as_f64().unwrap_or(0.0);
+    let action_us = w1_mean(report).as_secs_f64() * 1e6;
+    if action_us > 0.0 {
+        w5["step_to_action_call"] = json!((step_us / action_us * 10.0).round() / 10.0);
+    }
+    eprintln!("W5: {w5}");
+    Ok(w5)
 }
 
 /// Starts a host and times one call to each of `n` instances: creations on

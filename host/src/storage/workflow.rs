@@ -28,8 +28,8 @@ CREATE TABLE IF NOT EXISTS _burrow_workflow (
     updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS _burrow_workflow_history (
-    location TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
+    seq INTEGER PRIMARY KEY,
+    location TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
     status TEXT NOT NULL,
@@ -334,9 +334,8 @@ pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Optio
 /// its place in the order).
 pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
     conn.prepare(&format!(
-        "INSERT INTO _burrow_workflow_history (seq, {ENTRY_COLUMNS})
-         VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM _burrow_workflow_history),
-                 ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO _burrow_workflow_history ({ENTRY_COLUMNS})
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (location) DO UPDATE SET
              kind = excluded.kind, name = excluded.name, status = excluded.status,
              output = excluded.output, failure_kind = excluded.failure_kind,

@@ -1,0 +1,58 @@
+//! The smallest workflow: it counts to `steps`, one step per increment,
+//! each committing its row and its history entry together, then (if asked)
+//! sleeps durably and counts once more. Kill the host at any point: after a
+//! restart it resumes by itself and the count ends exactly at `steps` (+1).
+//!
+//! `burrow create stepper demo '{"steps": 100}'`, then
+//! `burrow inspect stepper demo --history` and `burrow call stepper demo count`.
+//! The benchmark W5 uses it.
+
+use std::time::Duration;
+
+use burrow_sdk::workflow::{self, Ctx};
+use burrow_sdk::{Result, db};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Plan {
+    steps: u32,
+    /// A durable sleep after the steps, then one more step.
+    #[serde(default)]
+    then_sleep_ms: Option<u64>,
+}
+
+fn migrate() -> Result<()> {
+    db::execute_batch(
+        "CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+         INSERT OR IGNORE INTO counter VALUES (1, 0);",
+    )?;
+    Ok(())
+}
+
+fn increment() -> Result<i64> {
+    db::execute("UPDATE counter SET value = value + 1 WHERE id = 1", ())?;
+    count()
+}
+
+fn run(ctx: &mut Ctx, plan: Plan) -> workflow::Result<i64> {
+    let mut last = 0;
+    for i in 0..plan.steps {
+        last = ctx.step(&format!("step-{i}"), increment)?;
+    }
+    if let Some(ms) = plan.then_sleep_ms {
+        ctx.sleep("rest", Duration::from_millis(ms))?;
+        last = ctx.step("after-rest", increment)?;
+    }
+    Ok(last)
+}
+
+/// The counter, readable while the workflow runs.
+fn count() -> Result<i64> {
+    db::query_one("SELECT value FROM counter WHERE id = 1", ())?.get(0)
+}
+
+burrow_sdk::actor! {
+    migrate: migrate,
+    workflow: run,
+    actions: [count],
+}

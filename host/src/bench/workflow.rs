@@ -1,0 +1,91 @@
+//! W5: workflows. Uses the manifest's `stepper` actor.
+//!
+//! - Steps: one workflow of N sequential steps (1,000 by default), each
+//!   incrementing a counter in the instance's database and committing with
+//!   its history entry; steps/s and µs per step, from the creation until
+//!   the workflow completed, to compare with one action call (W1).
+//! - Resume: the same workflow, then a durable sleep; the host stops while
+//!   it sleeps and starts again once the sleep is over. Time from the start
+//!   of the new host until the workflow completed: waking the instance and
+//!   replaying its N recorded steps, then one more step.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use crate::config::HostConfig;
+use crate::host::Host;
+use crate::manifest::ActorSpec;
+use crate::workflow::WorkflowStatus;
+
+const ACTOR: &str = "stepper";
+
+/// Waits until the workflow of `key` finished; fails unless it completed.
+async fn completed(host: &Host, key: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let view = host.workflow(ACTOR, key)?;
+        match view.record.status {
+            WorkflowStatus::Completed => return Ok(()),
+            status if status.is_final() => {
+                bail!(
+                    "the workflow of {ACTOR}/{key} ended as {status:?}: {:?}",
+                    view.record.error
+                )
+            }
+            _ => {}
+        }
+        if Instant::now() > deadline {
+            bail!("the workflow of {ACTOR}/{key} did not finish within 10 minutes");
+        }
+        // Each look opens a read-only connection: not too often.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+pub(super) async fn run(config: HostConfig, spec: &ActorSpec, steps: usize) -> Result<Value> {
+    let host = Host::start(config.clone(), std::slice::from_ref(spec)).await?;
+    // Warm up: compile and load the component once.
+    host.create(ACTOR, "warm-up", &json!({"steps": 1}).to_string())
+        .await?;
+    completed(&host, "warm-up").await?;
+
+    let begun = Instant::now();
+    host.create(ACTOR, "w5", &json!({"steps": steps}).to_string())
+        .await?;
+    completed(&host, "w5").await?;
+    let elapsed = begun.elapsed();
+
+    // Resume after a restart, with `steps` recorded steps to replay.
+    let rest = Duration::from_millis(300);
+    let plan = json!({"steps": steps, "then_sleep_ms": rest.as_millis() as u64});
+    host.create(ACTOR, "w5-resume", &plan.to_string()).await?;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while host.workflow(ACTOR, "w5-resume")?.record.status != WorkflowStatus::Waiting {
+        if Instant::now() > deadline {
+            bail!("the resume workflow did not reach its sleep");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    host.shutdown().await;
+    drop(host);
+    tokio::time::sleep(rest).await;
+    let restarted = Instant::now();
+    let host = Host::start(config, std::slice::from_ref(spec)).await?;
+    completed(&host, "w5-resume").await?;
+    let resume = restarted.elapsed();
+    let count = host.call(ACTOR, "w5-resume", "count", "[]").await?;
+    host.shutdown().await;
+    if count != (steps + 1).to_string() {
+        bail!("the resumed workflow counted {count}, not {}", steps + 1);
+    }
+
+    let per_step = elapsed / steps as u32;
+    Ok(json!({
+        "steps": steps,
+        "steps_per_sec": (steps as f64 / elapsed.as_secs_f64()).round(),
+        "us_per_step": (per_step.as_secs_f64() * 1e7).round() / 10.0,
+        "resume_ms_with_recorded_steps": (resume.as_secs_f64() * 1e4).round() / 10.0,
+    }))
+}
