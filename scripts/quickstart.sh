@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up Burrow, builds the example actors, starts the host on its embedded
 # default (SQLite files under ./.burrow), calls the counter in Rust and in
-# Python, restarts the host and shows that the counts survived.
+# Python, runs a 20-step workflow, restarts the host and shows that the
+# counts survived.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,15 @@ for actor in counter counter-py; do
     curl -fsS -X POST "$url/actors/$actor/quickstart/actions/increment" -d '[2]'; echo
     "$burrow" call "$actor" quickstart get
 done
+workflow="quickstart-$(date +%s)"
+echo "==> stepper: a workflow of 20 durable steps ($workflow)"
+"$burrow" create stepper "$workflow" '{"steps": 20}'
+for _ in $(seq 1 100); do
+    "$burrow" inspect stepper "$workflow" --history | grep -q '"status": "completed"' && break
+    sleep 0.1
+done
+"$burrow" inspect stepper "$workflow" --history | grep -E '^  "(status|output|history_len)"'
+"$burrow" call stepper "$workflow" count
 echo "==> restarting the host"
 stop
 serve

@@ -68,6 +68,8 @@ pub const MAX_EVENT_NAME_BYTES: usize = 256;
 pub const MAX_PROCESS_CALLS_PER_INSTANCE: usize = 16;
 /// Most pending events a custom selector is shown at once.
 pub const MAX_SELECT_EVENTS: usize = 1000;
+/// Most events one workflow queue wait takes at once.
+pub const MAX_QUEUE_BATCH: u32 = 1000;
 /// How long a sender waits for its event's processing by default.
 pub const DEFAULT_SEND_WAIT: Duration = Duration::from_secs(30);
 /// Longest wait a sender may ask for.

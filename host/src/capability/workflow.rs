@@ -18,16 +18,13 @@ use crate::bindings::workflow::{
     FailureKind, Host, Interrupt, LoopIteration, LoopStart, StepFailure, StepOptions, StepOutcome,
     StepStart,
 };
-use crate::config::MAX_RESULT_BYTES;
+use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES};
 use crate::instance_state::{InstanceState, Mode, storage_trap};
 use crate::queue::retry_delay;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
 use crate::workflow::run::{OpenStep, RunState, Scope, ScopeKind};
-
-/// Most events one queue wait takes.
-const MAX_QUEUE_BATCH: u32 = 1000;
 
 impl Host for InstanceState {
     fn begin_step(
