@@ -4,7 +4,9 @@
 //! actions are plain Rust functions whose arguments and results are serde
 //! types, its durable data lives in its own SQLite database ([`db`]) and in
 //! one state value ([`state`]), and every action runs in one transaction
-//! that the host commits only if the action returns `Ok`.
+//! that the host commits only if the action returns `Ok`. An actor can also
+//! process a durable queue ([`queue`]) and run a durable workflow
+//! ([`workflow`]).
 //!
 //! # Example
 //!

@@ -2,7 +2,8 @@
 //!
 //! A host for sandboxed, durable actors. An actor is a WebAssembly
 //! component that exports `burrow:actor/guest` (and `burrow:actor/processor`
-//! for an actor with a queue); every instance of it (an actor name plus a
+//! for an actor with a queue, `burrow:actor/workflow-runner` for one with a
+//! workflow); every instance of it (an actor name plus a
 //! key) gets its own SQLite database, kept outside the sandbox, and every
 //! call into it runs in one transaction of that database.
 //!
@@ -14,11 +15,13 @@
 //! - `definition`, `engine`, `cache`: components loaded once, pre-instantiated,
 //!   compiled once and cached on disk.
 //! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`,
-//!   `queue`).
+//!   `queue`, `workflow`), and WASI's clocks and random guarded for workflows.
 //! - `queue/*`: the durable queue: sending (and waiting), the pump that
 //!   processes an instance's events, waiting senders.
+//! - [`workflow`]: durable workflows: the driver that runs each instance's
+//!   workflow until it finishes, and the view of its history.
 //! - `storage/*`: the data directory, instance databases, their SQL sandbox,
-//!   the queue's tables and the index `host.sqlite`.
+//!   the queue's and the workflow's tables, and the index `host.sqlite`.
 //! - [`manifest`], [`config`]: `burrow.toml` and the limits.
 //! - [`http`] and [`client`]: the HTTP API and a client for it.
 //! - [`cli`]: the `burrow` command; [`bench`]: the benchmark workloads.
