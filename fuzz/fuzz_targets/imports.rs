@@ -1,11 +1,12 @@
-//! Arbitrary sequences of the host's import calls (db, state, queue, log)
+//! Arbitrary sequences of the host's import calls (db, state, queue, log,
+//! workflow steps, loops, joins and queue waits in any order)
 //! and transaction boundaries, as a hostile guest would make them. The
 //! session checks the host's invariants after every call.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
-use burrow::fuzzing::{FuzzValue, ImportCall, ImportSession};
+use burrow::fuzzing::{FuzzValue, ImportCall, ImportSession, WorkflowCall};
 use libfuzzer_sys::fuzz_target;
 
 /// SQL pieces that reach deeper than random text: internal tables,
@@ -107,6 +108,67 @@ enum Call {
     SetMode(u8),
     Commit,
     Rollback,
+    Workflow(Wf),
+    NewRun,
+}
+
+/// Workflow calls, with names from a small set so that replays meet
+/// recorded positions.
+#[derive(Debug, Arbitrary)]
+enum Wf {
+    BeginStep(u8, u8, (u16, u16), Option<u16>),
+    EndStep(u8, String),
+    Sleep(u8, u16),
+    SleepUntil(u8, i64),
+    Now,
+    LoopEnter(u8, String),
+    LoopContinue(String),
+    LoopBreak(String),
+    LoopLeave,
+    JoinEnter(u8, bool),
+    Branch(u8),
+    JoinExit(Option<u8>),
+    QueueNext(u8, Vec<String>, u8, Option<u16>),
+    Version(u8, u32),
+    Removed(u8),
+}
+
+const NAMES: [&str; 4] = ["a", "b", "loop", ""];
+
+fn name(i: u8) -> String {
+    NAMES[i as usize % NAMES.len()].to_owned()
+}
+
+impl Wf {
+    fn call(self) -> WorkflowCall {
+        match self {
+            Wf::BeginStep(n, retries, (base, cap), timeout) => WorkflowCall::BeginStep {
+                name: name(n),
+                max_retries: u32::from(retries % 4),
+                backoff_ms: (u64::from(base), u64::from(cap)),
+                timeout_ms: timeout.map(u64::from),
+            },
+            Wf::EndStep(kind, text) => WorkflowCall::EndStep(kind, text),
+            Wf::Sleep(n, ms) => WorkflowCall::Sleep(name(n), u64::from(ms)),
+            Wf::SleepUntil(n, at) => WorkflowCall::SleepUntil(name(n), at),
+            Wf::Now => WorkflowCall::Now,
+            Wf::LoopEnter(n, state) => WorkflowCall::LoopEnter(name(n), state),
+            Wf::LoopContinue(state) => WorkflowCall::LoopContinue(state),
+            Wf::LoopBreak(output) => WorkflowCall::LoopBreak(output),
+            Wf::LoopLeave => WorkflowCall::LoopLeave,
+            Wf::JoinEnter(n, race) => WorkflowCall::JoinEnter(name(n), race),
+            Wf::Branch(i) => WorkflowCall::Branch(u32::from(i % 4)),
+            Wf::JoinExit(winner) => WorkflowCall::JoinExit(winner.map(|w| u32::from(w % 4))),
+            Wf::QueueNext(n, types, count, timeout) => WorkflowCall::QueueNext(
+                name(n),
+                types,
+                u32::from(count),
+                timeout.map(u64::from),
+            ),
+            Wf::Version(n, latest) => WorkflowCall::Version(name(n), latest),
+            Wf::Removed(n) => WorkflowCall::Removed(name(n)),
+        }
+    }
 }
 
 fuzz_target!(|calls: Vec<Call>| {
@@ -139,6 +201,8 @@ fuzz_target!(|calls: Vec<Call>| {
             Call::SetMode(mode) => ImportCall::SetMode(mode),
             Call::Commit => ImportCall::Commit,
             Call::Rollback => ImportCall::Rollback,
+            Call::Workflow(call) => ImportCall::Workflow(call.call()),
+            Call::NewRun => ImportCall::NewRun,
         };
         session.apply(call);
     }

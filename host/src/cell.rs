@@ -148,12 +148,7 @@ impl Cell {
             }
             _ => {}
         }
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(def.options.memory_limit)
-            .instances(MAX_WASM_INSTANCES)
-            .tables(MAX_WASM_TABLES)
-            .table_elements(MAX_TABLE_ELEMENTS)
-            .build();
+        let limits = store_limits(def.options.memory_limit);
         let mut state = InstanceState::new(name.clone(), db, deadline, limits);
         state.queue_limits = QueueLimits {
             max_pending: def.options.queue_max_pending,
@@ -384,7 +379,7 @@ impl Cell {
         self.store.data_mut().is_workflow = true;
         workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
         self.index
-            .set_workflow_mark(&name.actor, &name.key, Some(now))
+            .mark_new_workflow(&name.actor, &name.key, now)
             .map_err(storage)?;
         self.workflow_started = true;
         Ok(())
@@ -849,6 +844,17 @@ impl Drop for Cell {
     }
 }
 
+/// What one instance's store may hold: its linear memory, and the core
+/// instances, tables and table elements of its component.
+fn store_limits(memory_limit: usize) -> wasmtime::StoreLimits {
+    StoreLimitsBuilder::new()
+        .memory_size(memory_limit)
+        .instances(MAX_WASM_INSTANCES)
+        .tables(MAX_WASM_TABLES)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        .build()
+}
+
 /// How one run of a workflow ended, for its driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RunEnd {
@@ -918,5 +924,62 @@ fn trap_error(name: &InstanceName, during: &str, timeout: Duration, e: wasmtime:
             during: during.to_owned(),
             message: format!("{e:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh_store(engine: &Engine) -> Store<wasmtime::StoreLimits> {
+        let mut store = Store::new(engine, store_limits(4 << 20));
+        store.limiter(|limits| limits);
+        store.set_epoch_deadline(u64::MAX / 2);
+        store
+    }
+
+    /// Guest code that declares more than a store allows: each limit
+    /// refuses the instantiation and names what was refused.
+    #[tokio::test]
+    async fn store_limits_refuse_what_a_guest_asks_past_them() {
+        let engine = crate::engine::build(1, false).unwrap();
+        let mut store = fresh_store(&engine);
+        let module =
+            |text: String| wasmtime::Module::new(&engine, wat::parse_str(text).unwrap()).unwrap();
+        let linker = wasmtime::Linker::new(&engine);
+        let refusal = async |store: &mut Store<wasmtime::StoreLimits>, text: String| {
+            let e = linker
+                .instantiate_async(&mut *store, &module(text))
+                .await
+                .unwrap_err();
+            format!("{e:?}")
+        };
+
+        let e = refusal(&mut store, "(module (memory 65))".into()).await;
+        assert!(e.contains("memory"), "{e}");
+        let e = refusal(
+            &mut store,
+            format!("(module (table {} funcref))", MAX_TABLE_ELEMENTS + 1),
+        )
+        .await;
+        assert!(e.contains("table"), "{e}");
+        // A module has at most 100 tables: the store's limit counts the
+        // tables of all its instances.
+        let hundred = format!("(module {})", "(table 0 funcref)".repeat(100));
+        let tables = module(hundred.clone());
+        let mut store = fresh_store(&engine);
+        for _ in 0..MAX_WASM_TABLES / 100 {
+            linker.instantiate_async(&mut store, &tables).await.unwrap();
+        }
+        let e = refusal(&mut store, hundred).await;
+        assert!(e.contains("table"), "{e}");
+
+        let mut store = fresh_store(&engine);
+        let empty = module("(module)".into());
+        for _ in 0..MAX_WASM_INSTANCES {
+            linker.instantiate_async(&mut store, &empty).await.unwrap();
+        }
+        let e = refusal(&mut store, "(module)".into()).await;
+        assert!(e.contains("instance"), "{e}");
     }
 }

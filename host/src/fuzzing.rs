@@ -9,14 +9,15 @@ use std::path::Path;
 
 use wasmtime::StoreLimits;
 
-use crate::bindings::db::{Host as _, Value};
+use crate::bindings::db::{DbError, Host as _, Value};
 use crate::bindings::log::{Host as _, Level};
-use crate::bindings::queue::{AppendOptions, Host as _};
-use crate::bindings::state::Host as _;
+use crate::bindings::queue::{AppendOptions, Host as _, QueueError};
+use crate::bindings::state::{Host as _, StateError};
 use crate::config::{HostConfig, Synchronous};
 use crate::deadline::Deadline;
 use crate::instance_state::{InstanceName, InstanceState, Mode, QueueLimits};
 use crate::storage::instance_db::InstanceDb;
+use crate::workflow::run::RunState;
 
 /// A value for a statement parameter.
 #[derive(Debug, Clone)]
@@ -58,12 +59,62 @@ pub enum ImportCall {
     /// `log.log`.
     Log(u8, String),
     /// The host switches what guest code is running (0 idle, 1 hook,
-    /// 2 action, 3 process, 4 select).
+    /// 2 action, 3 process, 4 select, 5 workflow orchestration, 6 a
+    /// workflow step).
     SetMode(u8),
+    /// A call of the `workflow` import.
+    Workflow(WorkflowCall),
+    /// The workflow's run ends and the next one starts from its first
+    /// position, as after a wait.
+    NewRun,
     /// The host commits the call's transaction and opens the next.
     Commit,
     /// The host rolls the call's transaction back and opens the next.
     Rollback,
+}
+
+/// A call of the `workflow` import, in any order.
+#[derive(Debug, Clone)]
+pub enum WorkflowCall {
+    /// `begin-step`.
+    BeginStep {
+        /// Step name.
+        name: String,
+        /// Retries after the first attempt.
+        max_retries: u32,
+        /// Backoff base and cap, in ms.
+        backoff_ms: (u64, u64),
+        /// Attempt timeout, in ms.
+        timeout_ms: Option<u64>,
+    },
+    /// `end-step`: 0 ok, 1 error, 2 critical, 3 rollback; output or message.
+    EndStep(u8, String),
+    /// `sleep`.
+    Sleep(String, u64),
+    /// `sleep-until`.
+    SleepUntil(String, i64),
+    /// `now`.
+    Now,
+    /// `loop-enter`.
+    LoopEnter(String, String),
+    /// `loop-continue`.
+    LoopContinue(String),
+    /// `loop-break`.
+    LoopBreak(String),
+    /// `loop-leave`.
+    LoopLeave,
+    /// `join-enter` (race when true).
+    JoinEnter(String, bool),
+    /// `branch`.
+    Branch(u32),
+    /// `join-exit`.
+    JoinExit(Option<u32>),
+    /// `queue-next`.
+    QueueNext(String, Vec<String>, u32, Option<u64>),
+    /// `version`.
+    Version(String, u32),
+    /// `removed`.
+    Removed(String),
 }
 
 /// The store state of one instance over a fresh database, driven by
@@ -88,6 +139,8 @@ impl ImportSession {
         .expect("open the database");
         db.create_schema().expect("internal tables");
         db.ensure_queue_schema().expect("queue tables");
+        db.ensure_workflow_schema().expect("workflow tables");
+        crate::storage::workflow::start(&db.conn, "null", 1).expect("a workflow");
         db.record_creation("fuzz", "key", 1).expect("creation");
         let name = InstanceName {
             actor: "fuzz".into(),
@@ -100,6 +153,8 @@ impl ImportSession {
             max_payload: 4096,
         };
         state.mode = Mode::Action;
+        state.is_workflow = true;
+        state.workflow = Some(RunState::default());
         state.db.begin().expect("begin");
         state.deadline.start(std::time::Duration::from_secs(5));
         ImportSession { state, _dir: dir }
@@ -108,19 +163,28 @@ impl ImportSession {
     /// Makes one call; panics if the host broke an invariant.
     pub fn apply(&mut self, call: ImportCall) {
         let s = &mut self.state;
+        let in_transaction = !s.db.conn.is_autocommit();
+        let orchestration = s.mode == Mode::Orchestration;
+        // What a side effect returned: in orchestration code it must be
+        // refused with not-in-step, whatever it is.
+        let mut refused_not_in_step = None;
         match call {
             ImportCall::Execute(sql, params) => {
                 let params = params.into_iter().map(value).collect();
-                let _ = s.execute(sql, params);
+                let result = s.execute(sql, params);
+                refused_not_in_step = Some(matches!(result, Ok(Err(DbError::NotInStep(_)))));
             }
             ImportCall::ExecuteBatch(sql) => {
-                let _ = s.execute_batch(sql);
+                let result = s.execute_batch(sql);
+                refused_not_in_step = Some(matches!(result, Ok(Err(DbError::NotInStep(_)))));
             }
             ImportCall::StateGet => {
-                let _ = crate::bindings::state::Host::get(s);
+                let result = crate::bindings::state::Host::get(s);
+                refused_not_in_step = Some(matches!(result, Ok(Err(StateError::NotInStep(_)))));
             }
             ImportCall::StateSet(bytes) => {
-                let _ = s.set(bytes);
+                let result = s.set(bytes);
+                refused_not_in_step = Some(matches!(result, Ok(Err(StateError::NotInStep(_)))));
             }
             ImportCall::Append {
                 event_type,
@@ -128,7 +192,16 @@ impl ImportSession {
                 priority,
                 group,
             } => {
-                let _ = s.append(event_type, payload, AppendOptions { priority, group });
+                let result = s.append(event_type, payload, AppendOptions { priority, group });
+                refused_not_in_step = Some(matches!(result, Ok(Err(QueueError::NotInStep(_)))));
+            }
+            ImportCall::Workflow(call) => {
+                apply_workflow(s, call);
+            }
+            ImportCall::NewRun => {
+                s.db.rollback();
+                s.mode = Mode::Orchestration;
+                s.workflow = Some(RunState::default());
             }
             ImportCall::Log(level, message) => {
                 let level = match level % 5 {
@@ -141,12 +214,14 @@ impl ImportSession {
                 let _ = s.log(level, message);
             }
             ImportCall::SetMode(mode) => {
-                s.mode = match mode % 5 {
+                s.mode = match mode % 7 {
                     0 => Mode::Idle,
                     1 => Mode::Hook("fuzz"),
                     2 => Mode::Action,
                     3 => Mode::Process,
-                    _ => Mode::Select,
+                    4 => Mode::Select,
+                    5 => Mode::Orchestration,
+                    _ => Mode::Step,
                 };
             }
             ImportCall::Commit => {
@@ -161,17 +236,24 @@ impl ImportSession {
                 s.db.begin().expect("begin");
             }
         }
+        if let Some(refused) = refused_not_in_step {
+            assert_eq!(
+                refused, orchestration,
+                "a side effect in orchestration code must get not-in-step, and only there"
+            );
+            // Guest SQL (and every other side effect) cannot end the host's
+            // transaction.
+            assert!(
+                !in_transaction || !self.state.db.conn.is_autocommit(),
+                "a guest call ended the host's transaction"
+            );
+        }
         self.check();
     }
 
     /// The invariants after every call.
     fn check(&self) {
         let conn = &self.state.db.conn;
-        // Guest SQL can neither end the host's transaction...
-        assert!(
-            !conn.is_autocommit(),
-            "guest SQL ended the host's transaction"
-        );
         // ...nor touch the instance record.
         let record: (String, String, i64) = conn
             .query_row(
@@ -185,6 +267,18 @@ impl ImportSession {
             .query_row("SELECT count(*) FROM _burrow_queue", [], |r| r.get(0))
             .expect("the queue is readable");
         assert!(pending <= 64, "the queue grew past its limit: {pending}");
+        // The workflow's history stays readable, and every location is a
+        // position, or positions inside loops and joins.
+        let history =
+            crate::storage::workflow::history(conn, 10_000).expect("the history is readable");
+        for entry in history {
+            let parts: Vec<&str> = entry.location.split('/').collect();
+            assert!(
+                parts.len() % 2 == 1 && parts.iter().all(|p| p.parse::<u64>().is_ok()),
+                "a malformed location: {}",
+                entry.location
+            );
+        }
     }
 }
 
@@ -192,6 +286,56 @@ impl Default for ImportSession {
     fn default() -> Self {
         ImportSession::new()
     }
+}
+
+fn apply_workflow(s: &mut InstanceState, call: WorkflowCall) {
+    use crate::bindings::types::Failure;
+    use crate::bindings::workflow::{Host as _, StepOptions, StepOutcome};
+    let failure = |message: String| Failure {
+        code: "fuzz".into(),
+        message,
+    };
+    let _ = match call {
+        WorkflowCall::BeginStep {
+            name,
+            max_retries,
+            backoff_ms,
+            timeout_ms,
+        } => s
+            .begin_step(
+                name,
+                StepOptions {
+                    max_retries,
+                    backoff_base_ms: backoff_ms.0,
+                    backoff_cap_ms: backoff_ms.1,
+                    timeout_ms,
+                },
+            )
+            .map(drop),
+        WorkflowCall::EndStep(kind, text) => s
+            .end_step(match kind % 4 {
+                0 => StepOutcome::Ok(text),
+                1 => StepOutcome::Error(failure(text)),
+                2 => StepOutcome::Critical(failure(text)),
+                _ => StepOutcome::Rollback(failure(text)),
+            })
+            .map(drop),
+        WorkflowCall::Sleep(name, ms) => s.sleep(name, ms).map(drop),
+        WorkflowCall::SleepUntil(name, at) => s.sleep_until(name, at).map(drop),
+        WorkflowCall::Now => s.now().map(drop),
+        WorkflowCall::LoopEnter(name, state) => s.loop_enter(name, state).map(drop),
+        WorkflowCall::LoopContinue(state) => s.loop_continue(state).map(drop),
+        WorkflowCall::LoopBreak(output) => s.loop_break(output).map(drop),
+        WorkflowCall::LoopLeave => s.loop_leave().map(drop),
+        WorkflowCall::JoinEnter(name, race) => s.join_enter(name, race).map(drop),
+        WorkflowCall::Branch(index) => s.branch(index).map(drop),
+        WorkflowCall::JoinExit(winner) => s.join_exit(winner).map(drop),
+        WorkflowCall::QueueNext(name, types, count, timeout) => {
+            s.queue_next(name, types, count, timeout).map(drop)
+        }
+        WorkflowCall::Version(name, latest) => s.version(name, latest).map(drop),
+        WorkflowCall::Removed(name) => s.removed(name).map(drop),
+    };
 }
 
 fn value(v: FuzzValue) -> Value {
@@ -285,6 +429,75 @@ mod tests {
             priority: 0,
             group: Some("g".repeat(300)),
         });
+    }
+
+    /// Workflow calls out of order and side effects around them.
+    #[test]
+    fn workflow_calls_in_any_order_keep_the_invariants() {
+        let mut session = ImportSession::new();
+        let wf = ImportCall::Workflow;
+        let step = |name: &str, timeout_ms| {
+            ImportCall::Workflow(WorkflowCall::BeginStep {
+                name: name.into(),
+                max_retries: 1,
+                backoff_ms: (0, u64::MAX),
+                timeout_ms,
+            })
+        };
+        let execute = |sql: &str| ImportCall::Execute(sql.into(), Vec::new());
+        for call in [
+            wf(WorkflowCall::EndStep(0, "1".into())),
+            ImportCall::SetMode(5),
+            execute("CREATE TABLE t (x)"),
+            ImportCall::StateSet(vec![1]),
+            ImportCall::StateGet,
+            ImportCall::Append {
+                event_type: "e".into(),
+                payload: "{}".into(),
+                priority: 0,
+                group: None,
+            },
+            wf(WorkflowCall::LoopContinue("1".into())),
+            wf(WorkflowCall::JoinExit(Some(7))),
+            wf(WorkflowCall::Branch(3)),
+            step("a", Some(0)),
+            step("nested", None),
+            execute("CREATE TABLE t (x)"),
+            execute("COMMIT"),
+            wf(WorkflowCall::EndStep(0, "{".into())),
+            wf(WorkflowCall::LoopEnter("l".into(), "not json".into())),
+            step("a", None),
+            wf(WorkflowCall::EndStep(1, "fails".into())),
+            wf(WorkflowCall::JoinEnter("j".into(), true)),
+            wf(WorkflowCall::Branch(u32::MAX)),
+            wf(WorkflowCall::QueueNext("q".into(), vec![], 0, Some(0))),
+            wf(WorkflowCall::QueueNext(
+                "q".into(),
+                vec!["x".into()],
+                u32::MAX,
+                None,
+            )),
+            wf(WorkflowCall::JoinExit(Some(u32::MAX))),
+            wf(WorkflowCall::Sleep("s".into(), u64::MAX)),
+            wf(WorkflowCall::SleepUntil("s".into(), i64::MIN)),
+            wf(WorkflowCall::LoopBreak("2".into())),
+            wf(WorkflowCall::LoopLeave),
+            wf(WorkflowCall::Version("v".into(), u32::MAX)),
+            wf(WorkflowCall::Removed("a".into())),
+            wf(WorkflowCall::Now),
+            ImportCall::NewRun,
+            step("a", None),
+            wf(WorkflowCall::EndStep(3, "back".into())),
+            step("x".repeat(100_000).as_str(), None),
+            ImportCall::SetMode(6),
+            execute("INSERT INTO t VALUES (1)"),
+            wf(WorkflowCall::EndStep(0, "x".repeat(5 << 20))),
+            ImportCall::NewRun,
+            ImportCall::SetMode(2),
+            ImportCall::Commit,
+        ] {
+            session.apply(call);
+        }
     }
 
     #[test]

@@ -213,3 +213,69 @@ async fn a_database_past_its_size_limit_refuses_writes_and_keeps_what_it_had() {
     assert!(call(&host, "probe", "d", "sql", &insert(1001)).await["error"].is_null());
     assert_eq!(call(&host, "probe", "d", "count", "[]").await, json!(2));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn callers_piling_up_behind_a_spinning_guest_get_overloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.options.call_timeout = Duration::from_millis(1500);
+    let host = start(dir.path(), &[spinner]).await;
+    call(&host, "probe", "s", "add", "[\"before\"]").await;
+    let spinning = {
+        let host = host.clone();
+        tokio::spawn(async move { host.call("probe", "s", "spin", "[]").await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let limit = burrow::config::MAX_QUEUED_CALLS_PER_INSTANCE;
+    let callers: Vec<_> = (0..limit + 50)
+        .map(|_| {
+            let host = host.clone();
+            tokio::spawn(async move { host.call("probe", "s", "count", "[]").await })
+        })
+        .collect();
+    let mut overloaded = 0;
+    let mut answered = 0;
+    for caller in callers {
+        match caller.await.unwrap() {
+            Ok(count) => {
+                assert_eq!(count, "1");
+                answered += 1;
+            }
+            Err(e) => {
+                assert_eq!((e.code(), e.http_status()), ("overloaded", 503), "{e}");
+                assert!(e.to_string().contains("calls are already waiting"), "{e}");
+                overloaded += 1;
+            }
+        }
+    }
+    // The spinning call holds one place; everyone past the limit is told at once.
+    assert_eq!(overloaded, 51, "{answered} answered");
+    assert_eq!(answered, limit - 1);
+    assert_eq!(spinning.await.unwrap().unwrap_err().code(), "timeout");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_whose_awake_instances_are_all_busy_says_overloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.options.call_timeout = Duration::from_millis(1000);
+    let config = burrow::HostConfig {
+        max_awake: 1,
+        ..config(dir.path())
+    };
+    let host = burrow::Host::start(config, &[spinner]).await.unwrap();
+    let spinning = {
+        let host = host.clone();
+        tokio::spawn(async move { host.call("probe", "a", "spin", "[]").await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let err = host.call("probe", "b", "count", "[]").await.unwrap_err();
+    assert_eq!(err.code(), "overloaded", "{err}");
+    assert!(
+        err.to_string().contains("all 1 awake instances are busy"),
+        "{err}"
+    );
+    assert_eq!(spinning.await.unwrap().unwrap_err().code(), "timeout");
+    // Once the spinner is stopped, the other instance gets its turn.
+    assert_eq!(call(&host, "probe", "b", "count", "[]").await, json!(0));
+}

@@ -324,6 +324,17 @@ async fn the_payment_loop_takes_queue_batches_once_each() {
         .map(|e| e.event_type.as_str())
         .collect();
     assert_eq!(left, ["other"]);
+    // Nothing would answer a sender that waits.
+    let wait = burrow::SendOptions {
+        wait: Some(Duration::from_secs(5)),
+        ..Default::default()
+    };
+    let err = host
+        .send(ACTOR, "k", "payment", "{}", wait)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid-event", "{err}");
+    assert!(err.to_string().contains("send without waiting"), "{err}");
     host.shutdown().await;
 }
 

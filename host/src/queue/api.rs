@@ -126,6 +126,14 @@ impl Host {
         let waiting = Mutex::new(None);
         let id = ConflictRetry::run(def.options.call_timeout, || {
             self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                if options.wait.is_some() && cell.is_workflow() {
+                    return Err(Error::InvalidEvent {
+                        actor: actor.into(),
+                        message: "a workflow takes its queue's events with queue waits, and \
+                                  nothing answers a sender that waits: send without waiting"
+                            .into(),
+                    });
+                }
                 let mut registered = None;
                 let appended = cell.append(&event, |id| {
                     if options.wait.is_some() {

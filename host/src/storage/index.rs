@@ -144,8 +144,27 @@ impl Index {
         Ok(())
     }
 
+    /// Sets the workflow mark of a new instance, before its creation
+    /// commits (adding its row if needed).
+    pub(crate) fn mark_new_workflow(
+        &self,
+        actor: &str,
+        key: &str,
+        at: i64,
+    ) -> rusqlite::Result<()> {
+        let conn = self.conn.lock().unwrap();
+        conn.prepare_cached(
+            "INSERT INTO instances (actor, key, created_at, workflow_due_at)
+             VALUES (?1, ?2, ?3, ?3)
+             ON CONFLICT (actor, key) DO UPDATE SET workflow_due_at = excluded.workflow_due_at",
+        )?
+        .execute(params![actor, key, at])?;
+        Ok(())
+    }
+
     /// Sets the workflow mark of (`actor`, `key`): when its workflow should
-    /// run next, or `None` when it has nothing to run.
+    /// run next, or `None` when it has nothing to run. Never adds a row
+    /// (the instance may have been destroyed meanwhile).
     pub(crate) fn set_workflow_mark(
         &self,
         actor: &str,
@@ -153,21 +172,10 @@ impl Index {
         at: Option<i64>,
     ) -> rusqlite::Result<()> {
         let conn = self.conn.lock().unwrap();
-        match at {
-            Some(at) => conn
-                .prepare_cached(
-                    "INSERT INTO instances (actor, key, created_at, workflow_due_at)
-                     VALUES (?1, ?2, ?3, ?3)
-                     ON CONFLICT (actor, key) DO UPDATE SET workflow_due_at = excluded.workflow_due_at",
-                )?
-                .execute(params![actor, key, at])?,
-            // Clearing never adds a row (the instance may be gone).
-            None => conn
-                .prepare_cached(
-                    "UPDATE instances SET workflow_due_at = NULL WHERE actor = ? AND key = ?",
-                )?
-                .execute(params![actor, key])?,
-        };
+        conn.prepare_cached(
+            "UPDATE instances SET workflow_due_at = ? WHERE actor = ? AND key = ?",
+        )?
+        .execute(params![at, actor, key])?;
         Ok(())
     }
 
@@ -204,6 +212,29 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workflow_marks_are_made_at_creation_and_moved_by_drivers() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
+        index.mark_new_workflow("w", "k", 10).unwrap();
+        index.insert("w", "k", 10).unwrap();
+        assert_eq!(
+            index.due_workflows(10, 5).unwrap(),
+            [("w".into(), "k".into())]
+        );
+        index.set_workflow_mark("w", "k", Some(100)).unwrap();
+        assert!(index.due_workflows(99, 5).unwrap().is_empty());
+        assert_eq!(index.due_workflows(100, 5).unwrap().len(), 1);
+        index.set_workflow_mark("w", "k", None).unwrap();
+        assert!(index.due_workflows(i64::MAX, 5).unwrap().is_empty());
+        // The queue mark is separate.
+        assert!(index.due(i64::MAX, 5).unwrap().is_empty());
+        // A destroyed instance does not come back through a late mark.
+        index.remove("w", "k").unwrap();
+        index.set_workflow_mark("w", "k", Some(5)).unwrap();
+        assert!(index.keys("w").unwrap().is_empty());
+    }
 
     #[test]
     fn marks_are_lowered_by_appends_and_set_by_pumps() {
