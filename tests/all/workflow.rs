@@ -95,6 +95,23 @@ async fn a_durable_sleep_survives_a_restart_and_actions_read_meanwhile() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_host_restarts_at_once_while_a_workflow_waits_a_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"steps": 2, "sleep_ms": 800})).await;
+    eventually(LONG, "the sleep", async || {
+        let view = host.workflow(ACTOR, "k").unwrap();
+        (view.record.status == WorkflowStatus::Waiting).then_some(())
+    })
+    .await;
+    // The driver waits for the sleep in its task; the host must still be
+    // free to go, and the next one to take the data directory.
+    let host = restart(host, &[workflow_probe()]).await;
+    assert_eq!(output(&finished(&host, "k").await)["count"], 2);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn failed_attempts_roll_back_and_retry_until_they_succeed_or_run_out() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[workflow_probe()]).await;

@@ -6,7 +6,7 @@
 pub(crate) mod run;
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cell::{Origin, RunEnd};
 use crate::directory::Address;
 use crate::error::Error;
-use crate::host::Host;
+use crate::host::{Host, Inner};
 use crate::storage::instance_db::now_ms;
 pub use crate::storage::workflow::{
     EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus,
@@ -68,60 +68,16 @@ impl Host {
         {
             tracing::error!(error = %e, "cannot record the workflow mark");
         }
-        let host = self.clone();
+        // The task holds the host only while a run goes on, so that a host
+        // that shuts down is dropped (and its data directory unlocked)
+        // without waiting for the driver's next wake-up.
+        let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            host.drive(&address).await;
-            host.inner.drivers.0.lock().unwrap().remove(&address);
-        });
-    }
-
-    async fn drive(&self, address: &Address) {
-        let (actor, key) = (&*address.actor, &*address.key);
-        loop {
-            self.inner.drivers.1.lock().unwrap().remove(address);
-            let end = self
-                .with_cell(actor, key, Origin::MustExist, async |cell| {
-                    cell.run_workflow().await
-                })
-                .await;
-            let kicked = self.inner.drivers.1.lock().unwrap().remove(address);
-            let end = match end {
-                Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
-                other => other,
-            };
-            let index = &self.inner.index;
-            let marked = match end {
-                Ok(RunEnd::Again) => continue,
-                Ok(RunEnd::Conflict) => {
-                    tokio::time::sleep(CONFLICT_PAUSE).await;
-                    continue;
-                }
-                Ok(RunEnd::Wait(at)) => {
-                    let marked = index.set_workflow_mark(actor, key, Some(at));
-                    let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
-                    if wait <= STAY_FOR && marked.is_ok() {
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
-                    marked
-                }
-                // An append drives the workflow again.
-                Ok(RunEnd::Idle) => index.set_workflow_mark(actor, key, None),
-                Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
-                    index.set_workflow_mark(actor, key, None)
-                }
-                Err(Error::ShuttingDown) => return,
-                Err(e) => {
-                    tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
-                    let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
-                    index.set_workflow_mark(actor, key, Some(at))
-                }
-            };
-            if let Err(e) = marked {
-                tracing::error!(actor, key, error = %e, "cannot record the workflow mark");
+            drive(&inner, &address).await;
+            if let Some(inner) = inner.upgrade() {
+                inner.drivers.0.lock().unwrap().remove(&address);
             }
-            return;
-        }
+        });
     }
 
     /// The workflow of (`actor`, `key`) and its history, read from a
@@ -130,5 +86,62 @@ impl Host {
         self.resolve(actor, key)?;
         crate::inspect::workflow_view(self.data_dir(), actor, key)?
             .ok_or_else(|| Error::NoWorkflow(actor.into()))
+    }
+}
+
+/// Runs the workflow of `address` until it finishes or waits longer than
+/// [`STAY_FOR`], then records its mark.
+async fn drive(inner: &Weak<Inner>, address: &Address) {
+    let (actor, key) = (&*address.actor, &*address.key);
+    loop {
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let host = Host { inner };
+        host.inner.drivers.1.lock().unwrap().remove(address);
+        let end = host
+            .with_cell(actor, key, Origin::MustExist, async |cell| {
+                cell.run_workflow().await
+            })
+            .await;
+        let kicked = host.inner.drivers.1.lock().unwrap().remove(address);
+        let end = match end {
+            Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
+            other => other,
+        };
+        let index = &host.inner.index;
+        let marked = match end {
+            Ok(RunEnd::Again) => continue,
+            Ok(RunEnd::Conflict) => {
+                drop(host);
+                tokio::time::sleep(CONFLICT_PAUSE).await;
+                continue;
+            }
+            Ok(RunEnd::Wait(at)) => {
+                let marked = index.set_workflow_mark(actor, key, Some(at));
+                let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
+                if wait <= STAY_FOR && marked.is_ok() {
+                    drop(host);
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                marked
+            }
+            // An append drives the workflow again.
+            Ok(RunEnd::Idle) => index.set_workflow_mark(actor, key, None),
+            Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
+                index.set_workflow_mark(actor, key, None)
+            }
+            Err(Error::ShuttingDown) => return,
+            Err(e) => {
+                tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
+                let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
+                index.set_workflow_mark(actor, key, Some(at))
+            }
+        };
+        if let Err(e) = marked {
+            tracing::error!(actor, key, error = %e, "cannot record the workflow mark");
+        }
+        return;
     }
 }
