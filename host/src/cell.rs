@@ -458,6 +458,15 @@ impl Cell {
             Ok(_) if run.diverged.is_some() => {
                 (WorkflowStatus::Diverged, None, run.diverged.clone(), None)
             }
+            Ok(RunOutcome::Completed(output)) if output.len() > MAX_RESULT_BYTES => (
+                WorkflowStatus::Failed,
+                None,
+                Some(format!(
+                    "limit-exceeded: the workflow's output is {} bytes; the limit is {MAX_RESULT_BYTES} bytes",
+                    output.len()
+                )),
+                None,
+            ),
             Ok(RunOutcome::Completed(output)) => {
                 (WorkflowStatus::Completed, Some(output), None, None)
             }

@@ -75,6 +75,13 @@ impl Serve {
         Serve { child, url }
     }
 
+    /// Kills the server with SIGKILL, then starts a new one on `manifest`.
+    fn kill_9_and_restart(mut self, manifest: &Path) -> Serve {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        Serve::start(manifest)
+    }
+
     /// Stops the server with SIGTERM and waits for it.
     fn stop(mut self) {
         Command::new("kill")
@@ -409,10 +416,7 @@ fn kill_9_during_processing_loses_no_event_and_applies_none_twice() {
         if 0 < pending && pending < 200 {
             killed_mid_way += 1;
         }
-        let mut serve = server.take().unwrap();
-        serve.child.kill().unwrap(); // SIGKILL
-        serve.child.wait().unwrap();
-        server = Some(Serve::start(&manifest));
+        server = Some(server.take().unwrap().kill_9_and_restart(&manifest));
     }
     assert!(
         killed_mid_way > 0,
@@ -441,15 +445,8 @@ fn kill_9_during_processing_loses_no_event_and_applies_none_twice() {
     server.unwrap().stop();
 }
 
-fn workflow_of(manifest: &Path, key: &str) -> Value {
-    let out = burrow(manifest, &["inspect", "workflow-probe", key, "--history"]);
-    serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null)
-}
-
-#[test]
-fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("burrow.toml");
+fn write_workflow_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
     std::fs::write(
         &manifest,
         format!(
@@ -458,6 +455,18 @@ fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
         ),
     )
     .unwrap();
+    manifest
+}
+
+fn workflow_of(manifest: &Path, key: &str) -> Value {
+    let out = burrow(manifest, &["inspect", "workflow-probe", key, "--history"]);
+    serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null)
+}
+
+#[test]
+fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_workflow_manifest(dir.path());
     let server = Serve::start(&manifest);
     let config = json!({"steps": 200, "step_ms": 8}).to_string();
     let out = burrow(
@@ -478,10 +487,7 @@ fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
         std::thread::sleep(Duration::from_millis(pause));
         let view = workflow_of(&manifest, "k");
         progress.push(view["history_len"].as_i64().unwrap_or(0));
-        let mut serve = server.take().unwrap();
-        serve.child.kill().unwrap(); // SIGKILL
-        serve.child.wait().unwrap();
-        server = Some(Serve::start(&manifest));
+        server = Some(server.take().unwrap().kill_9_and_restart(&manifest));
     }
     let mid_way = progress.iter().filter(|n| (1..200).contains(*n)).count();
     assert!(mid_way >= 3, "too few kills landed mid-way: {progress:?}");
@@ -519,15 +525,7 @@ fn kill_9_at_many_points_of_a_200_step_workflow_applies_each_step_once() {
 #[test]
 fn kill_9_during_queue_waits_and_a_rollback_loses_nothing_and_repeats_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("burrow.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[host]\ndata_dir = \"data\"\n\n[actors.workflow-probe]\ncomponent = {:?}\n",
-            programs::WORKFLOW_PROBE
-        ),
-    )
-    .unwrap();
+    let manifest = write_workflow_manifest(dir.path());
     let server = Serve::start(&manifest);
     let url = server.url.clone();
     let run = |args: &[&str]| {
@@ -561,10 +559,7 @@ fn kill_9_during_queue_waits_and_a_rollback_loses_nothing_and_repeats_nothing() 
                 .map(str::to_owned)
         };
         running_at_kill.push((status("pay"), status("undo")));
-        let mut serve = server.take().unwrap();
-        serve.child.kill().unwrap(); // SIGKILL
-        serve.child.wait().unwrap();
-        server = Some(Serve::start(&manifest));
+        server = Some(server.take().unwrap().kill_9_and_restart(&manifest));
     }
     let mid_way = |key: usize| {
         running_at_kill

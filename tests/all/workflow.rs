@@ -272,6 +272,27 @@ async fn orchestration_code_may_not_read_the_clock() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn oversized_outputs_fail_the_step_and_the_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    let n = burrow::config::MAX_RESULT_BYTES + 1;
+    create(&host, "k", json!({ "big_output": n })).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Failed);
+    let error = view.record.error.unwrap();
+    assert!(
+        error.starts_with("limit-exceeded: the workflow's output"),
+        "{error}"
+    );
+    let big = &view.history[0];
+    assert_eq!(
+        (big.failure_kind.as_deref(), big.error_code.as_deref()),
+        (Some("critical"), Some("limit-exceeded"))
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_actor_without_a_workflow_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[counter()]).await;

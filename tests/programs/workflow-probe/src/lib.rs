@@ -57,6 +57,9 @@ struct Config {
     request_rollback: bool,
     /// Record a code version.
     version: Option<u32>,
+    /// A step whose output has this many bytes (tried), then a workflow
+    /// output as large.
+    big_output: Option<usize>,
     /// A step `old` that a later run of the same wasm instance no longer
     /// has (it says `removed` instead), then a version check.
     remove_step: bool,
@@ -144,6 +147,11 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
         loop {
             std::hint::black_box(0);
         }
+    }
+    if let Some(n) = config.big_output {
+        let big = ctx.try_step("big", || Ok("x".repeat(n)))?;
+        let failure = big.map(|s| s.len()).map_err(|f| failure_json(&f));
+        return Ok(json!({ "step": format!("{failure:?}"), "output": "x".repeat(n) }));
     }
     if config.remove_step {
         if run == 1 {
