@@ -1,11 +1,14 @@
-//! Durable workflows: replay-safe steps, durable sleeps and recorded time.
+//! Durable workflows: replay-safe steps, durable sleeps, recorded time,
+//! loops that prune their history, joins and races, queue waits, and
+//! rollback handlers.
 //!
 //! A workflow actor declares `workflow: run` in [`crate::actor!`], where
 //! `run` takes a [`Ctx`] and the create input. The host runs it when the
 //! instance is created and again after every wait, wake and restart, each
 //! time from the start: a step that finished returns its recorded output
 //! without running again, so only orchestration code re-runs, and it must
-//! be deterministic (take time from [`Ctx::now`], not from the clock).
+//! be deterministic: take time from [`Ctx::now`], not from the clock (the
+//! host traps WASI clock and random calls made outside steps).
 //!
 //! Side effects (`db`, `state`, `queue::append`) work only inside a step;
 //! outside, the host refuses them with a `not-in-step` error. A step's
