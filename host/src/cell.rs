@@ -389,9 +389,12 @@ impl Cell {
     /// history), until it completes, fails, diverges or must wait. Each
     /// step commits on its own; the run itself holds no transaction.
     pub(crate) async fn run_workflow(&mut self) -> Result<RunEnd, Error> {
-        // Commit the start's transaction (migrate, wake) first.
-        self.begin()?;
-        self.finish(Ok(()))?;
+        // Commit the start's transaction (migrate, wake) first, if the
+        // instance just woke; the run itself holds no transaction.
+        if self.starting.is_some() {
+            self.begin()?;
+            self.finish(Ok(()))?;
+        }
         if self.exports.runner.is_none() {
             return Ok(RunEnd::Finished);
         }

@@ -186,26 +186,32 @@ impl Index {
         now: i64,
         limit: usize,
     ) -> rusqlite::Result<Vec<(String, String)>> {
-        let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare_cached(
+        self.due_by(
             "SELECT actor, key FROM instances
              WHERE workflow_due_at IS NOT NULL AND workflow_due_at <= ?
              ORDER BY workflow_due_at LIMIT ?",
-        )?;
+            now,
+            limit,
+        )
+    }
+
+    /// Runs `sql`, a query of (actor, key) due at `now`, at most `limit`.
+    fn due_by(&self, sql: &str, now: i64, limit: usize) -> rusqlite::Result<Vec<(String, String)>> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn.prepare_cached(sql)?;
         stmt.query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect()
     }
 
     /// Instances whose mark is at or before `now`, earliest first, at most `limit`.
     pub(crate) fn due(&self, now: i64, limit: usize) -> rusqlite::Result<Vec<(String, String)>> {
-        let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare_cached(
+        self.due_by(
             "SELECT actor, key FROM instances
              WHERE queue_due_at IS NOT NULL AND queue_due_at <= ?
              ORDER BY queue_due_at LIMIT ?",
-        )?;
-        stmt.query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+            now,
+            limit,
+        )
     }
 }
 

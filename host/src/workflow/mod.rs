@@ -42,10 +42,14 @@ pub struct WorkflowView {
     pub history_len: i64,
 }
 
-/// Instances whose workflow has a driver now, and those of them asked to
-/// run again (the queue grew during a run).
+/// The workflows being driven.
 #[derive(Default)]
-pub(crate) struct Drivers(Mutex<HashSet<Address>>, Mutex<HashSet<Address>>);
+pub(crate) struct Drivers {
+    /// Instances whose workflow has a driver now.
+    running: Mutex<HashSet<Address>>,
+    /// Those of them asked to run again (the queue grew during a run).
+    kicked: Mutex<HashSet<Address>>,
+}
 
 impl Host {
     /// Makes sure the workflow of (`actor`, `key`) is being driven. The
@@ -55,10 +59,17 @@ impl Host {
         if self.is_shutting_down() {
             return;
         }
-        if !self.inner.drivers.0.lock().unwrap().insert(address.clone()) {
+        if !self
+            .inner
+            .drivers
+            .running
+            .lock()
+            .unwrap()
+            .insert(address.clone())
+        {
             // The driver runs again after its current run (an append
             // during a run is seen by the next one).
-            self.inner.drivers.1.lock().unwrap().insert(address);
+            self.inner.drivers.kicked.lock().unwrap().insert(address);
             return;
         }
         if let Err(e) =
@@ -75,7 +86,7 @@ impl Host {
         tokio::spawn(async move {
             drive(&inner, &address).await;
             if let Some(inner) = inner.upgrade() {
-                inner.drivers.0.lock().unwrap().remove(&address);
+                inner.drivers.running.lock().unwrap().remove(&address);
             }
         });
     }
@@ -98,13 +109,13 @@ async fn drive(inner: &Weak<Inner>, address: &Address) {
             return;
         };
         let host = Host { inner };
-        host.inner.drivers.1.lock().unwrap().remove(address);
+        host.inner.drivers.kicked.lock().unwrap().remove(address);
         let end = host
             .with_cell(actor, key, Origin::MustExist, async |cell| {
                 cell.run_workflow().await
             })
             .await;
-        let kicked = host.inner.drivers.1.lock().unwrap().remove(address);
+        let kicked = host.inner.drivers.kicked.lock().unwrap().remove(address);
         let end = match end {
             Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
             other => other,
