@@ -110,6 +110,11 @@ enum Call {
     Rollback,
     Workflow(Wf),
     NewRun,
+    ScheduleAfter(u16, u8, String),
+    ScheduleAt(i64, u8, String),
+    CancelSchedule(u8),
+    PendingSchedules,
+    Broadcast(u8, String),
 }
 
 /// Workflow calls, with names from a small set so that replays meet
@@ -203,6 +208,19 @@ fuzz_target!(|calls: Vec<Call>| {
             Call::Rollback => ImportCall::Rollback,
             Call::Workflow(call) => ImportCall::Workflow(call.call()),
             Call::NewRun => ImportCall::NewRun,
+            Call::ScheduleAfter(delay, n, args) => ImportCall::Schedule {
+                when: Ok(u64::from(delay)),
+                action: name(n),
+                args,
+            },
+            Call::ScheduleAt(at, n, args) => ImportCall::Schedule {
+                when: Err(at),
+                action: name(n),
+                args,
+            },
+            Call::CancelSchedule(id) => ImportCall::CancelSchedule(u64::from(id % 8)),
+            Call::PendingSchedules => ImportCall::PendingSchedules,
+            Call::Broadcast(n, payload) => ImportCall::Broadcast(name(n), payload),
         };
         session.apply(call);
     }

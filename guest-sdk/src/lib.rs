@@ -5,8 +5,9 @@
 //! types, its durable data lives in its own SQLite database ([`db`]) and in
 //! one state value ([`state`]), and every action runs in one transaction
 //! that the host commits only if the action returns `Ok`. An actor can also
-//! process a durable queue ([`queue`]) and run a durable workflow
-//! ([`workflow`]).
+//! process a durable queue ([`queue`]), run a durable workflow
+//! ([`workflow`]), schedule its actions for later ([`schedule`]), call other
+//! actors ([`actors`]) and send events to connected clients ([`events`]).
 //!
 //! # Example
 //!
@@ -46,11 +47,14 @@
 //! the count survives restarts of the host.
 #![deny(missing_docs)]
 
+pub mod actors;
 pub mod db;
 mod dispatch;
 mod error;
+pub mod events;
 pub mod log;
 pub mod queue;
+pub mod schedule;
 pub mod state;
 pub mod workflow;
 
@@ -66,7 +70,7 @@ pub use dispatch::{__action, __create, __hook, __parse_args, Action};
 pub mod wit {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "burrow:actor/workflow-actor",
+        world: "burrow:actor/full-actor",
         pub_export_macro: true,
         export_macro_name: "__export_actor",
         default_bindings_module: "burrow_sdk::wit",
@@ -80,7 +84,8 @@ pub mod wit {
 /// its one serde argument), `wake`, `sleep` and `destroy`. Then, for an
 /// actor with a queue, `queue: { policy: .., process: .., select: .. }`
 /// (see [`queue`]; `select` is for [`queue::Policy::custom`] only); for a
-/// workflow actor, `workflow: run` (see [`workflow`]). Actions
+/// workflow actor, `workflow: run` (see [`workflow`]); then the connection
+/// hooks `connect` and `disconnect` (see [`events`]). Actions
 /// are listed by function name; the name of the function is the name of the
 /// action.
 ///
@@ -104,6 +109,8 @@ macro_rules! actor {
             $(, select: $select:path)? $(,)?
         },)?
         $(workflow: $workflow:path,)?
+        $(connect: $connect:path,)?
+        $(disconnect: $disconnect:path,)?
         actions: [$($action:ident),* $(,)?] $(,)?
     ) => {
         #[doc(hidden)]
@@ -177,6 +184,23 @@ macro_rules! actor {
                 $crate::wit::exports::burrow::actor::workflow_runner::RunOutcome::Failed(
                     $crate::Error::new("no-workflow", "this actor has no workflow").into(),
                 )
+            }
+        }
+
+        #[allow(unreachable_code)]
+        impl $crate::wit::exports::burrow::actor::connections::Guest for __BurrowActor {
+            fn on_connect(
+                id: u64,
+                params: ::std::string::String,
+            ) -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::events::__connect($connect, id, &params);)?
+                let _ = (id, params);
+                Ok(())
+            }
+            fn on_disconnect(id: u64) -> ::core::result::Result<(), $crate::wit::burrow::actor::types::Failure> {
+                $(return $crate::events::__disconnect($disconnect, id);)?
+                let _ = id;
+                Ok(())
             }
         }
 

@@ -1,25 +1,31 @@
 //! Host bindings of the `burrow:actor` WIT package. Private: the rest of
 //! the host uses the hand-written types around them.
 //!
-//! The bindings are generated for the largest world, `workflow-actor`, so
-//! the linker offers every import. Exports are looked up one interface at a
-//! time: `guest` is required; `processor` and `workflow-runner` are
-//! optional (a plain `actor` component exports neither).
+//! The bindings are generated for the largest world, `full-actor`, so the
+//! linker offers every import. Exports are looked up one interface at a
+//! time: `guest` is required; `processor`, `workflow-runner` and
+//! `connections` are optional (a plain `actor` component exports none).
 
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{AsContextMut, Result};
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "burrow:actor/workflow-actor",
+    world: "burrow:actor/full-actor",
     // Imports may trap: a storage failure or a passed deadline is not an
-    // error the guest can handle.
-    imports: { default: trappable },
+    // error the guest can handle. Calls to other actors wait for them.
+    imports: {
+        "burrow:actor/actors.call": async | trappable,
+        "burrow:actor/actors.send": async | trappable,
+        default: trappable,
+    },
     exports: { default: async },
 });
 
-pub(crate) use self::burrow::actor::{db, log, queue, state, types, workflow};
-pub(crate) use self::exports::burrow::actor::{guest, processor, workflow_runner};
+pub(crate) use self::burrow::actor::{
+    actors, db, events, log, queue, schedule, state, types, workflow,
+};
+pub(crate) use self::exports::burrow::actor::{connections, guest, processor, workflow_runner};
 
 /// Where a component's exports are, found once per component.
 pub(crate) struct ExportsPre<T: 'static> {
@@ -27,6 +33,7 @@ pub(crate) struct ExportsPre<T: 'static> {
     guest: guest::GuestIndices,
     processor: Option<processor::GuestIndices>,
     runner: Option<workflow_runner::GuestIndices>,
+    connections: Option<connections::GuestIndices>,
 }
 
 impl<T: 'static> Clone for ExportsPre<T> {
@@ -36,6 +43,7 @@ impl<T: 'static> Clone for ExportsPre<T> {
             guest: self.guest.clone(),
             processor: self.processor.clone(),
             runner: self.runner.clone(),
+            connections: self.connections.clone(),
         }
     }
 }
@@ -45,6 +53,7 @@ pub(crate) struct Exports {
     pub(crate) guest: guest::Guest,
     pub(crate) processor: Option<processor::Guest>,
     pub(crate) runner: Option<workflow_runner::Guest>,
+    pub(crate) connections: Option<connections::Guest>,
 }
 
 impl<T: Send + 'static> ExportsPre<T> {
@@ -53,11 +62,13 @@ impl<T: Send + 'static> ExportsPre<T> {
         let guest = guest::GuestIndices::new(&instance_pre)?;
         let processor = processor::GuestIndices::new(&instance_pre).ok();
         let runner = workflow_runner::GuestIndices::new(&instance_pre).ok();
+        let connections = connections::GuestIndices::new(&instance_pre).ok();
         Ok(ExportsPre {
             instance_pre,
             guest,
             processor,
             runner,
+            connections,
         })
     }
 
@@ -80,10 +91,15 @@ impl<T: Send + 'static> ExportsPre<T> {
             Some(indices) => Some(indices.load(&mut store, &instance)?),
             None => None,
         };
+        let connections = match &self.connections {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
         Ok(Exports {
             guest,
             processor,
             runner,
+            connections,
         })
     }
 }

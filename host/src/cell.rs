@@ -38,6 +38,7 @@ use crate::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
+use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
 use crate::workflow::run::RunState;
 
@@ -83,6 +84,8 @@ pub(crate) struct Home<'a> {
     pub(crate) path: &'a Path,
     pub(crate) synchronous: Synchronous,
     pub(crate) index: Arc<Index>,
+    /// The host, for the imports that reach it (calls, events).
+    pub(crate) host: std::sync::Weak<crate::host::Inner>,
 }
 
 pub(crate) struct Cell {
@@ -122,6 +125,7 @@ impl Cell {
             path,
             synchronous,
             index,
+            host,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
@@ -156,6 +160,7 @@ impl Cell {
         };
         state.call_timeout = def.options.call_timeout;
         state.index = Some(index.clone());
+        state.host = Some(host);
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {
@@ -422,7 +427,7 @@ impl Cell {
         // A step still open (a trap, or a guest that returned without
         // ending it) is rolled back.
         state.db.rollback();
-        state.appended = false;
+        state.discard_effects();
         state.transaction_lost = None;
         state.mode = Mode::Idle;
         self.queue_grew |= run.committed_appends;
@@ -523,11 +528,122 @@ impl Cell {
         std::mem::take(&mut self.queue_grew)
     }
 
-    /// Runs the action `name` with JSON `args` in one transaction.
-    pub(crate) async fn action(&mut self, name: &str, args: &str) -> Result<String, Error> {
+    /// Runs the action `name` with JSON `args` in one transaction; `chain`
+    /// holds the instances waiting on this call (empty for a call from
+    /// outside).
+    pub(crate) async fn action(
+        &mut self,
+        name: &str,
+        args: &str,
+        chain: &[InstanceName],
+    ) -> Result<String, Error> {
         self.begin()?;
+        self.store.data_mut().chain = chain.to_vec();
         let result = self.run_action(name, args).await;
+        self.store.data_mut().chain.clear();
         self.finish(result)
+    }
+
+    /// Runs up to `limit` due schedules, each in one transaction with the
+    /// deletion of its schedule, then sets the instance's schedule mark
+    /// from what is left. A schedule whose action fails is deleted too,
+    /// and its error logged: it ran once. Returns whether more may be due.
+    pub(crate) async fn run_due_schedules(&mut self, limit: usize) -> Result<bool, Error> {
+        // Commit the start's transaction (migrate, wake) first, if the
+        // instance just woke.
+        if self.starting.is_some() {
+            self.begin()?;
+            self.finish(Ok(()))?;
+        }
+        let mut ran = 0;
+        while ran < limit && !self.is_broken() {
+            let due = schedule_db::next_due(&self.db().conn, now_ms())
+                .map_err(|e| self.storage_error(e))?;
+            let Some(schedule) = due else { break };
+            ran += 1;
+            self.begin()?;
+            let mut result = self
+                .run_action(&schedule.action, &schedule.args)
+                .await
+                .map(drop);
+            if result.is_ok() {
+                result = schedule_db::delete(&self.db().conn, schedule.id)
+                    .map(drop)
+                    .map_err(|e| self.storage_error(e));
+            }
+            match self.finish(result) {
+                Ok(()) => {}
+                Err(e @ Error::Conflict { .. }) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        actor = %self.name().actor,
+                        key = %self.name().key,
+                        schedule = schedule.id,
+                        action = %schedule.action,
+                        error = %e,
+                        "a scheduled action failed; it is not run again"
+                    );
+                    self.host_transaction(|db| schedule_db::delete(&db.conn, schedule.id))?;
+                }
+            }
+        }
+        let name = self.name().clone();
+        let conn = &self.store.data().db.conn;
+        let mark = self
+            .index
+            .set_schedule_mark_from(&name.actor, &name.key, || schedule_db::earliest(conn))
+            .and_then(|r| r)
+            .map_err(|e| storage_error(&name, e))?;
+        Ok(ran == limit && mark.is_some_and(|at| at <= now_ms()))
+    }
+
+    /// Runs the connect hook for connection `id` with `params` (JSON) in
+    /// one transaction. An actor without the hook accepts every connection.
+    pub(crate) async fn connect(&mut self, id: u64, params: &str) -> Result<(), Error> {
+        self.begin()?;
+        let result = self.connection_hook("connect", id, params).await;
+        self.finish(result)
+    }
+
+    /// Runs the disconnect hook for connection `id` in one transaction.
+    pub(crate) async fn disconnect(&mut self, id: u64) -> Result<(), Error> {
+        self.begin()?;
+        let result = self.connection_hook("disconnect", id, "").await;
+        self.finish(result)
+    }
+
+    async fn connection_hook(
+        &mut self,
+        hook: &'static str,
+        id: u64,
+        params: &str,
+    ) -> Result<(), Error> {
+        if self.exports.connections.is_none() {
+            return Ok(());
+        }
+        let outcome = self
+            .call(
+                Mode::Hook(hook),
+                &format!("hook {hook}"),
+                async |exports, store| {
+                    let connections = exports.connections.as_ref().expect("checked above");
+                    match hook {
+                        "connect" => connections.call_on_connect(store, id, params).await,
+                        _ => connections.call_on_disconnect(store, id).await,
+                    }
+                },
+            )
+            .await?;
+        match (hook, outcome) {
+            (_, Ok(())) => Ok(()),
+            ("connect", Err(Failure { code, message })) => Err(Error::ConnectionRefused {
+                actor: self.name().actor.to_string(),
+                key: self.name().key.to_string(),
+                code,
+                message,
+            }),
+            (_, Err(failure)) => self.hook_outcome(hook, Err(failure)),
+        }
     }
 
     /// Completes the creation transaction (for an explicit create).
@@ -563,6 +679,7 @@ impl Cell {
         if self.starting.is_some() {
             return Ok(());
         }
+        self.store.data_mut().discard_effects();
         self.db().begin().map_err(|e| self.storage_error(e))
     }
 
@@ -579,10 +696,9 @@ impl Cell {
             }),
             _ => result,
         };
-        let appended = std::mem::take(&mut self.store.data_mut().appended);
         match result {
-            Ok(value) => match self.commit(appended) {
-                Ok(()) => {
+            Ok(value) => match self.store.data_mut().commit_transaction() {
+                Ok(appended) => {
                     self.queue_grew |= appended;
                     if let Some(Start::Created(at)) = self.starting.take() {
                         self.created = Some(at);
@@ -598,24 +714,13 @@ impl Cell {
             },
             Err(e) => {
                 self.db().rollback();
+                self.store.data_mut().discard_effects();
                 // A start rolled back leaves a guest whose hooks ran for
                 // nothing: replace it.
                 self.broken |= self.starting.is_some();
                 Err(e)
             }
         }
-    }
-
-    /// Commits the open transaction. A transaction that appended to the
-    /// queue commits while the index's lock is held with the instance's
-    /// queue mark lowered (see `storage::index`).
-    fn commit(&self, appended: bool) -> rusqlite::Result<()> {
-        if !appended {
-            return self.db().commit();
-        }
-        let name = self.name();
-        self.index
-            .lower_mark_around(&name.actor, &name.key, now_ms(), || self.db().commit())?
     }
 
     /// Appends `event` in its own transaction; `before_commit` learns its

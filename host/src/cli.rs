@@ -3,20 +3,22 @@
 //! Exit codes: 0 success; 1 any other failure (unreachable server, bad
 //! manifest, storage); 2 bad command line; 3 not found (unknown actor,
 //! action, instance); 4 invalid input (arguments, key, actor name); 5 the
-//! action returned an error, or a waited-for event was dead-lettered; 6 the
-//! guest trapped; 7 unavailable (timed out, overloaded, shutting down, queue
-//! full, a send whose wait ended first); 8 conflict (already exists).
+//! action returned an error, a waited-for event was dead-lettered, or the
+//! connect hook refused a `watch`; 6 the guest trapped; 7 unavailable
+//! (timed out, overloaded, shutting down, queue full, a send whose wait
+//! ended first); 8 conflict (already exists).
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use burrow_client::{Client, ClientError};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::client::{Client, ClientError};
 use crate::config::{DEFAULT_MAX_AWAKE, HostConfig, Synchronous};
 use crate::error::Error;
 use crate::host::Host;
@@ -220,6 +222,21 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Connect to an instance's events and print each as a JSON line, until
+    /// the server closes the connection:
+    /// `burrow watch chat-room lobby --params '{"name": "ada"}'`.
+    Watch {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Parameters for the actor's connect hook, JSON.
+        #[arg(long)]
+        params: Option<String>,
+        /// The server to talk to.
+        #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
+        url: String,
+    },
     /// Run the benchmark workloads and print their figures.
     Bench(crate::bench::BenchArgs),
 }
@@ -238,7 +255,7 @@ pub fn exit_code(code: &str) -> u8 {
         | "method-not-allowed" => 3,
         "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body"
         | "invalid-event" | "payload-too-large" | "no-queue" | "no-workflow" => 4,
-        "action-failed" | "dead-lettered" => 5,
+        "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,
         "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out" => 7,
         "already-exists" => 8,
@@ -345,14 +362,12 @@ async fn on_local_host<T>(
     Ok(result?)
 }
 
-fn parse_json_arg(text: &str, what: &str) -> Result<(), Failure> {
-    serde_json::from_str::<Value>(text)
-        .map(drop)
-        .map_err(|e| Failure {
-            code: "invalid-arguments".into(),
-            message: format!("invalid JSON in {what}: {e}"),
-            exit: 4,
-        })
+fn parse_json_arg(text: &str, what: &str) -> Result<Value, Failure> {
+    serde_json::from_str::<Value>(text).map_err(|e| Failure {
+        code: "invalid-arguments".into(),
+        message: format!("invalid JSON in {what}: {e}"),
+        exit: 4,
+    })
 }
 
 fn parse_result(text: &str) -> Value {
@@ -548,9 +563,69 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             }
             Ok(Some(json!({ "id": id, "status": "discarded" })))
         }
+        Command::Watch {
+            actor,
+            key,
+            params,
+            url,
+        } => {
+            watch(&actor, &key, params.as_deref(), &url).await?;
+            Ok(None)
+        }
         Command::Bench(args) => {
             let report = crate::bench::run(&cli.manifest, args).await?;
             Ok(Some(report))
+        }
+    }
+}
+
+/// Prints the events of an instance, one JSON line each, as the server
+/// sends them, until the server closes the connection; Ctrl-C closes it
+/// from this side.
+async fn watch(actor: &str, key: &str, params: Option<&str>, url: &str) -> Result<(), Failure> {
+    let params = params
+        .map(|text| parse_json_arg(text, "the parameters"))
+        .transpose()?;
+    let mut subscription = Client::new(url)
+        .actor(actor, key)
+        .subscribe(params.as_ref())
+        .await?;
+    eprintln!("connected as {}", subscription.id());
+    let interrupted = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No Ctrl-C handler: only the server ends the watch.
+            std::future::pending::<()>().await
+        }
+    };
+    tokio::pin!(interrupted);
+    loop {
+        let frame = tokio::select! {
+            frame = subscription.next_text() => frame,
+            _ = &mut interrupted => {
+                subscription.close().await;
+                return Ok(());
+            }
+        };
+        let Some(frame) = frame else {
+            return Ok(());
+        };
+        let frame = frame?;
+        let mut stdout = std::io::stdout().lock();
+        let written = writeln!(stdout, "{frame}").and_then(|()| stdout.flush());
+        drop(stdout);
+        match written {
+            Ok(()) => {}
+            // The reader went away (`burrow watch ... | head -1`): done.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                subscription.close().await;
+                return Ok(());
+            }
+            Err(e) => {
+                subscription.close().await;
+                return Err(anyhow::Error::new(e)
+                    .context("cannot write to stdout")
+                    .into());
+            }
         }
     }
 }

@@ -77,6 +77,18 @@ pub const MAX_SEND_WAIT: Duration = Duration::from_secs(600);
 /// How long a call waits for the instance's database while a concurrent
 /// call of the same instance writes, before it is rolled back and re-run.
 pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(10);
+/// Most pending schedules one instance may have.
+pub const MAX_PENDING_SCHEDULES: u64 = 10_000;
+/// Most instances on one chain of calls between actors (A calls B calls C:
+/// three).
+pub const MAX_CALL_DEPTH: usize = 16;
+/// Largest payload of one broadcast event, in bytes.
+pub const MAX_BROADCAST_BYTES: usize = 64 << 10;
+/// Most events one transaction may broadcast.
+pub const MAX_BROADCASTS_PER_CALL: usize = 1000;
+/// Events kept for a connected client that reads slower than they come;
+/// past it, the client misses the oldest and is told how many.
+pub const CONNECTION_BUFFER: usize = 1024;
 
 /// SQLite's `synchronous` setting for instance databases (all are in WAL mode).
 ///

@@ -61,6 +61,12 @@ impl Deadline {
         }
     }
 
+    /// The time left before the deadline, or `None` when no call runs.
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        let at = self.0.load(Ordering::Relaxed);
+        (at != NONE).then(|| Duration::from_micros(at.saturating_sub(now_micros())))
+    }
+
     /// Whether the current call has run past its deadline.
     pub(crate) fn passed(&self) -> bool {
         let at = self.0.load(Ordering::Relaxed);

@@ -165,6 +165,18 @@ pub enum Error {
         /// The key.
         key: String,
     },
+    /// The instance's connect hook refused the connection.
+    #[error("`{actor}/{key}` refused the connection: {code}: {message}")]
+    ConnectionRefused {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The hook's error code.
+        code: String,
+        /// The hook's message.
+        message: String,
+    },
 }
 
 impl Error {
@@ -190,6 +202,7 @@ impl Error {
             Error::QueueFull { .. } => "queue-full",
             Error::NoSuchEvent { .. } => "no-such-event",
             Error::Conflict { .. } => "conflict",
+            Error::ConnectionRefused { .. } => "connection-refused",
         }
     }
 
@@ -209,6 +222,7 @@ impl Error {
             Error::QueueFull { .. } => 429,
             Error::Conflict { .. } => 503,
             Error::AlreadyExists { .. } => 409,
+            Error::ConnectionRefused { .. } => 403,
             Error::Failed { .. } => 422,
             Error::Trapped { .. } | Error::Storage { .. } => 500,
             Error::Timeout { .. } | Error::Overloaded(_) | Error::ShuttingDown => 503,

@@ -67,6 +67,21 @@ pub enum ImportCall {
     /// The workflow's run ends and the next one starts from its first
     /// position, as after a wait.
     NewRun,
+    /// `schedule.after` (with a delay) or `schedule.at` (at a time).
+    Schedule {
+        /// `Ok(delay)` for `after`, `Err(time)` for `at`, in ms.
+        when: Result<u64, i64>,
+        /// The action name.
+        action: String,
+        /// The arguments text.
+        args: String,
+    },
+    /// `schedule.cancel`.
+    CancelSchedule(u64),
+    /// `schedule.pending`.
+    PendingSchedules,
+    /// `events.broadcast`.
+    Broadcast(String, String),
     /// The host commits the call's transaction and opens the next.
     Commit,
     /// The host rolls the call's transaction back and opens the next.
@@ -198,6 +213,29 @@ impl ImportSession {
             ImportCall::Workflow(call) => {
                 apply_workflow(s, call);
             }
+            ImportCall::Schedule { when, action, args } => {
+                use crate::bindings::schedule::{Host as _, ScheduleError};
+                let result = match when {
+                    Ok(delay) => s.after(delay, action, args),
+                    Err(at) => s.at(at, action, args),
+                };
+                refused_not_in_step = Some(matches!(result, Ok(Err(ScheduleError::NotInStep(_)))));
+            }
+            ImportCall::CancelSchedule(id) => {
+                use crate::bindings::schedule::{Host as _, ScheduleError};
+                let result = s.cancel(id);
+                refused_not_in_step = Some(matches!(result, Ok(Err(ScheduleError::NotInStep(_)))));
+            }
+            ImportCall::PendingSchedules => {
+                use crate::bindings::schedule::{Host as _, ScheduleError};
+                let result = s.pending();
+                refused_not_in_step = Some(matches!(result, Ok(Err(ScheduleError::NotInStep(_)))));
+            }
+            ImportCall::Broadcast(name, payload) => {
+                use crate::bindings::events::{EventError, Host as _};
+                let result = s.broadcast(name, payload);
+                refused_not_in_step = Some(matches!(result, Ok(Err(EventError::NotInStep(_)))));
+            }
             ImportCall::NewRun => {
                 s.db.rollback();
                 s.mode = Mode::Orchestration;
@@ -226,13 +264,15 @@ impl ImportSession {
             }
             ImportCall::Commit => {
                 s.transaction_lost = None;
-                let _ = s.db.commit();
+                let _ = s.commit_transaction();
                 s.db.rollback();
+                s.discard_effects();
                 s.db.begin().expect("begin");
             }
             ImportCall::Rollback => {
                 s.transaction_lost = None;
                 s.db.rollback();
+                s.discard_effects();
                 s.db.begin().expect("begin");
             }
         }
@@ -267,6 +307,18 @@ impl ImportSession {
             .query_row("SELECT count(*) FROM _burrow_queue", [], |r| r.get(0))
             .expect("the queue is readable");
         assert!(pending <= 64, "the queue grew past its limit: {pending}");
+        // Schedules stay readable and within their limit; a transaction's
+        // broadcasts stay within theirs.
+        let schedules =
+            crate::storage::schedule::pending(conn).expect("the schedules are readable");
+        assert!(schedules.len() as u64 <= crate::config::MAX_PENDING_SCHEDULES);
+        for schedule in &schedules {
+            let args: serde_json::Value =
+                serde_json::from_str(&schedule.args).expect("schedule arguments are JSON");
+            assert!(args.is_array(), "schedule arguments are an array");
+            assert!(!schedule.action.is_empty());
+        }
+        assert!(self.state.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
         // The workflow's history stays readable, and every location is a
         // position, or positions inside loops and joins.
         let history =
@@ -429,6 +481,44 @@ mod tests {
             priority: 0,
             group: Some("g".repeat(300)),
         });
+    }
+
+    /// Schedules and broadcasts with bad input, in every mode, around
+    /// commits and rollbacks.
+    #[test]
+    fn schedules_and_broadcasts_keep_the_invariants() {
+        let mut session = ImportSession::new();
+        let schedule = |when, action: &str, args: &str| ImportCall::Schedule {
+            when,
+            action: action.into(),
+            args: args.into(),
+        };
+        for mode in 0..7 {
+            for call in [
+                ImportCall::SetMode(mode),
+                schedule(Ok(u64::MAX), "a", "[]"),
+                schedule(Err(i64::MIN), "a", "[1, {\"x\": null}]"),
+                schedule(Ok(0), "", "[]"),
+                schedule(Ok(0), "a", "{}"),
+                schedule(Ok(0), "a", "[oops"),
+                schedule(Ok(0), &"x".repeat(300), "[]"),
+                ImportCall::PendingSchedules,
+                ImportCall::CancelSchedule(1),
+                ImportCall::CancelSchedule(u64::MAX),
+                ImportCall::Broadcast("e".into(), "{\"a\": [1, 2]}".into()),
+                ImportCall::Broadcast("".into(), "1".into()),
+                ImportCall::Broadcast("e".into(), "not json".into()),
+                ImportCall::Commit,
+                schedule(Ok(5), "b", "[]"),
+                ImportCall::Broadcast("e".into(), "1".into()),
+                ImportCall::Rollback,
+            ] {
+                session.apply(call);
+            }
+        }
+        for _ in 0..1001 {
+            session.apply(ImportCall::Broadcast("e".into(), "1".into()));
+        }
     }
 
     /// Workflow calls out of order and side effects around them.

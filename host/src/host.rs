@@ -1,7 +1,7 @@
 //! The host: actor definitions, the directory of live instances, and the
 //! public API that the CLI, the HTTP server and embedders call.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -12,6 +12,7 @@ use wasmtime::Engine;
 use crate::capability;
 use crate::cell::{AwakeToken, Cell, Home, Origin};
 use crate::config::{HostConfig, MAX_ARGS_BYTES};
+use crate::connections::{Connection, Hub};
 use crate::definition::{self, ActorDefinition};
 use crate::directory::{Address, Directory, QueuePlace, SlotState};
 use crate::engine::{self, EpochTicker};
@@ -47,6 +48,10 @@ pub(crate) struct Inner {
     pub(crate) waiters: Waiters,
     /// The workflows being driven.
     pub(crate) drivers: crate::workflow::Drivers,
+    /// Instances whose due schedules are being run.
+    schedule_runs: Mutex<HashSet<Address>>,
+    /// Client connections and their events.
+    pub(crate) hub: Arc<Hub>,
     _ticker: EpochTicker,
 }
 
@@ -82,6 +87,8 @@ impl Host {
             pumps: Mutex::new(HashMap::new()),
             waiters: Waiters::default(),
             drivers: Default::default(),
+            schedule_runs: Mutex::new(HashSet::new()),
+            hub: Arc::new(Hub::default()),
         });
         tokio::spawn(reap_idle(Arc::downgrade(&inner)));
         // Also resumes, right away, the queues left pending by the last run.
@@ -116,6 +123,20 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<String, Error> {
+        self.call_on_chain(Vec::new(), actor, key, action, args)
+            .await
+    }
+
+    /// Calls `action` for another instance's guest code: `chain` holds the
+    /// instances waiting on this call, outermost first.
+    pub(crate) async fn call_on_chain(
+        &self,
+        chain: Vec<InstanceName>,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
         if args.len() > MAX_ARGS_BYTES {
             return Err(Error::InvalidArguments {
                 actor: actor.into(),
@@ -128,7 +149,7 @@ impl Host {
         }
         ConflictRetry::run(self.call_timeout(actor), || {
             self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
-                cell.action(action, args).await
+                cell.action(action, args, &chain).await
             })
         })
         .await
@@ -161,11 +182,12 @@ impl Host {
                 key: key.into(),
             });
         }
-        self.stop_pump(&Address {
+        let address = Address {
             actor: def.name.clone(),
             key: key.into(),
-        })
-        .await;
+        };
+        self.stop_pump(&address).await;
+        self.inner.hub.close(&address);
         loop {
             let slot = self
                 .inner
@@ -236,6 +258,7 @@ impl Host {
     /// refuses new calls. In-flight calls finish first.
     pub async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::Relaxed);
+        self.inner.hub.close_all();
         let pumps: Vec<Pump> = self
             .inner
             .pumps
@@ -289,6 +312,7 @@ impl Host {
             path: &path,
             synchronous: self.inner.config.synchronous,
             index: self.inner.index.clone(),
+            host: Arc::downgrade(&self.inner),
         };
         let result = Cell::start(&self.inner.engine, def, home, origin, token).await;
         if result.is_err() && !existed {
@@ -377,6 +401,10 @@ impl Host {
             return Ok(());
         }
         for slot in self.inner.directory.eviction_candidates(except) {
+            // An instance with connections stays awake.
+            if self.inner.hub.is_connected(&slot.address) {
+                continue;
+            }
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
@@ -410,6 +438,10 @@ async fn reap_idle(inner: Weak<Inner>) {
         }
         for slot in inner.directory.idle() {
             let address = &slot.address;
+            // An instance with connections stays awake.
+            if inner.hub.is_connected(address) {
+                continue;
+            }
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
@@ -569,9 +601,9 @@ impl Host {
     }
 }
 
-/// Starts the pumps of queues whose next event has come due, and the
-/// drivers of workflows whose wait is over: at start (what a previous run
-/// left), and after retry backoffs and sleeps.
+/// Starts the pumps of queues whose next event has come due, the drivers
+/// of workflows whose wait is over, and the runs of due schedules: at
+/// start (what a previous run left), and after retry backoffs and sleeps.
 async fn wake_due_queues(inner: Weak<Inner>) {
     loop {
         let Some(strong) = inner.upgrade() else {
@@ -612,6 +644,20 @@ async fn wake_due_queues(inner: Weak<Inner>) {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read the workflow marks"),
+            }
+            match host.inner.index.due_schedules(now_ms(), room) {
+                Ok(due) => {
+                    for (actor, key) in due {
+                        let Some(def) = host.definition(&actor) else {
+                            continue;
+                        };
+                        host.run_schedules(Address {
+                            actor: def.name.clone(),
+                            key: key.into(),
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the schedule marks"),
             }
         }
         drop(host);
@@ -665,4 +711,119 @@ fn reap_interval(inner: &Inner) -> Duration {
         .min()
         .unwrap_or(Duration::from_secs(1));
     (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
+}
+
+/// Most due schedules run in one turn of an instance's slot; other callers
+/// get their turn between batches.
+const SCHEDULE_BATCH: usize = 16;
+
+impl Host {
+    /// Runs the due schedules of `address` in a task of their own, unless
+    /// that task is running already.
+    fn run_schedules(&self, address: Address) {
+        if !self
+            .inner
+            .schedule_runs
+            .lock()
+            .unwrap()
+            .insert(address.clone())
+        {
+            return;
+        }
+        let host = self.clone();
+        tokio::spawn(async move {
+            host.run_due_schedules(&address).await;
+            host.inner.schedule_runs.lock().unwrap().remove(&address);
+        });
+    }
+
+    async fn run_due_schedules(&self, address: &Address) {
+        let (actor, key) = (&*address.actor, &*address.key);
+        loop {
+            let ran = self
+                .with_cell(actor, key, Origin::MustExist, async |cell| {
+                    cell.run_due_schedules(SCHEDULE_BATCH).await
+                })
+                .await;
+            match ran {
+                Ok(true) => continue,
+                Ok(false) => return,
+                Err(Error::NoSuchInstance { .. }) => {
+                    // Destroyed meanwhile: its mark goes with it.
+                    let clear = self
+                        .inner
+                        .index
+                        .set_schedule_mark_from(actor, key, || Ok::<_, ()>(None));
+                    if let Err(e) = clear {
+                        tracing::warn!(actor, key, error = %e, "cannot clear the schedule mark");
+                    }
+                    return;
+                }
+                // The mark stays: the timer tries again.
+                Err(e) => {
+                    tracing::warn!(actor, key, error = %e, "cannot run the due schedules");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Opens a connection to (`actor`, `key`) with `params` (JSON text):
+    /// wakes or creates the instance and runs its connect hook, which may
+    /// refuse. The connection receives the instance's events until it is
+    /// dropped; then call [`Host::disconnect`].
+    pub(crate) async fn connect(
+        &self,
+        actor: &str,
+        key: &str,
+        params: &str,
+    ) -> Result<Connection, Error> {
+        let def = self.resolve(actor, key)?;
+        if params.len() > MAX_ARGS_BYTES
+            || serde_json::from_str::<serde::de::IgnoredAny>(params).is_err()
+        {
+            return Err(Error::InvalidArguments {
+                actor: actor.into(),
+                action: "connect".into(),
+                message: format!(
+                    "the connection parameters must be JSON of at most {MAX_ARGS_BYTES} bytes"
+                ),
+            });
+        }
+        let address = Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        };
+        // Registered first: the instance stays awake from here, and the
+        // connect hook's own events reach the new connection.
+        let connection = self.inner.hub.connect(&address);
+        let id = connection.id;
+        ConflictRetry::run(def.options.call_timeout, || {
+            self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                cell.connect(id, params).await
+            })
+        })
+        .await?;
+        Ok(connection)
+    }
+
+    /// Runs the disconnect hook of connection `id` (already dropped).
+    pub(crate) async fn disconnect(&self, actor: &str, key: &str, id: u64) -> Result<(), Error> {
+        ConflictRetry::run(self.call_timeout(actor), || {
+            self.with_cell(actor, key, Origin::MustExist, async |cell| {
+                cell.disconnect(id).await
+            })
+        })
+        .await
+    }
+
+    /// Connections open right now.
+    pub fn connections(&self) -> usize {
+        self.inner.hub.count()
+    }
+
+    /// Closes every client connection (the server is shutting down).
+    pub(crate) fn close_connections(&self) {
+        self.inner.hub.close_all();
+    }
 }

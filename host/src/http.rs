@@ -12,6 +12,7 @@
 //! | `GET /actors/{actor}/{key}/queue` | | 200 and the queue: policy, pending events, dead letters |
 //! | `POST /actors/{actor}/{key}/queue/dead-letters/{id}/requeue` | | 200 |
 //! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
+//! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
@@ -26,8 +27,10 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -35,6 +38,7 @@ use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_SEND_WAIT};
+use crate::connections::Received;
 use crate::error::Error;
 use crate::host::Host;
 use crate::queue::api::SendOptions;
@@ -110,6 +114,7 @@ pub fn router(host: Host) -> Router {
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .route("/actors/{actor}/{key}/queue", get(queue).post(send))
         .route("/actors/{actor}/{key}/workflow", get(workflow))
+        .route("/actors/{actor}/{key}/connect", get(connect))
         .route(
             "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
             post(requeue),
@@ -148,6 +153,13 @@ pub async fn serve_on(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    // Open connections would keep the graceful shutdown waiting: close
+    // them when it begins.
+    let connections = host.clone();
+    let shutdown = async move {
+        shutdown.await;
+        connections.close_connections();
+    };
     axum::serve(listener, router(host.clone()))
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -357,4 +369,81 @@ async fn discard(
     let Path((actor, key, id)) = path?;
     host.drop_dead_letter(&actor, &key, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The query of a connect request.
+#[derive(serde::Deserialize)]
+struct ConnectQuery {
+    /// The connection parameters, JSON text.
+    params: Option<String>,
+}
+
+async fn connect(
+    State(host): State<Host>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<ConnectQuery>, QueryRejection>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    let Query(query) = query.map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid-arguments",
+            format!("the query is not acceptable: {e}"),
+        )
+    })?;
+    let upgrade = upgrade.map_err(|e| {
+        ApiError::new(
+            426,
+            "not-a-websocket",
+            format!("connect is a WebSocket endpoint: {e}"),
+        )
+    })?;
+    let params = query.params.unwrap_or_else(|| "null".into());
+    let connection = host.connect(&actor, &key, &params).await?;
+    Ok(upgrade.on_upgrade(move |socket| serve_connection(host, actor, key, connection, socket)))
+}
+
+/// Sends the instance's events to one client until either side closes,
+/// then runs the disconnect hook.
+async fn serve_connection(
+    host: Host,
+    actor: String,
+    key: String,
+    mut connection: crate::connections::Connection,
+    mut socket: WebSocket,
+) {
+    let id = connection.id;
+    let hello = json!({ "connected": id }).to_string();
+    if socket.send(Message::Text(hello.into())).await.is_ok() {
+        loop {
+            tokio::select! {
+                received = connection.next() => {
+                    let text = match received {
+                        Received::Frame(frame) => frame.to_string(),
+                        Received::Lagged(missed) => json!({ "lagged": missed }).to_string(),
+                        Received::Closed => {
+                            let _ = socket.send(Message::Close(None)).await;
+                            break;
+                        }
+                    };
+                    if socket.send(Message::Text(text.into())).await.is_err() {
+                        break;
+                    }
+                }
+                incoming = socket.recv() => match incoming {
+                    // Clients only listen; anything they send but a close is ignored.
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+                    Some(Ok(_)) => {}
+                },
+            }
+        }
+    }
+    drop(connection);
+    match host.disconnect(&actor, &key, id).await {
+        Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
+        Err(e) => {
+            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
+        }
+    }
 }

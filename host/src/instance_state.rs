@@ -3,7 +3,7 @@
 //! ambient authority.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use wasmtime::StoreLimits;
@@ -13,8 +13,9 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::capability::log::LogLimit;
 use crate::config::MAX_LOG_LINE_BYTES;
+use crate::connections::PendingEvent;
 use crate::deadline::Deadline;
-use crate::storage::instance_db::InstanceDb;
+use crate::storage::instance_db::{InstanceDb, now_ms};
 
 /// What guest code is running right now. Imports check it first, so that
 /// later modes (workflow orchestration, steps) can refuse side effects at
@@ -96,10 +97,25 @@ pub(crate) struct QueueLimits {
 }
 
 /// Identifies an instance in logs and errors.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InstanceName {
     pub(crate) actor: Arc<str>,
     pub(crate) key: Arc<str>,
+}
+
+impl InstanceName {
+    pub(crate) fn address(&self) -> crate::directory::Address {
+        crate::directory::Address {
+            actor: self.actor.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for InstanceName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.actor, self.key)
+    }
 }
 
 pub(crate) struct InstanceState {
@@ -127,6 +143,16 @@ pub(crate) struct InstanceState {
     pub(crate) is_workflow: bool,
     /// Set while a workflow run is going on.
     pub(crate) workflow: Option<crate::workflow::run::RunState>,
+    /// The soonest time of the schedules the current transaction added.
+    pub(crate) scheduled: Option<i64>,
+    /// Events the current transaction broadcast, published once it commits.
+    pub(crate) events: Vec<PendingEvent>,
+    /// The host, for calls to other actors and for publishing events
+    /// (`None` in unit tests).
+    pub(crate) host: Option<Weak<crate::host::Inner>>,
+    /// The instances waiting on the current call, outermost first: a call
+    /// from one of them to this one is on this chain.
+    pub(crate) chain: Vec<InstanceName>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -166,6 +192,10 @@ impl InstanceState {
             index: None,
             is_workflow: false,
             workflow: None,
+            scheduled: None,
+            events: Vec::new(),
+            host: None,
+            chain: Vec::new(),
             wasi,
             table: ResourceTable::new(),
         }
@@ -181,7 +211,8 @@ impl InstanceState {
             ))),
             Mode::Orchestration => Err(Refusal::NotInStep(format!(
                 "{call} was called by workflow code outside a step; side effects \
-                 (db, state, queue.append) are allowed only inside a step"
+                 (db, state, queue, schedules, calls to actors, events) are allowed \
+                 only inside a step"
             ))),
             Mode::Hook(_) | Mode::Action | Mode::Process | Mode::Select | Mode::Step => Ok(()),
         }
@@ -200,6 +231,50 @@ impl InstanceState {
 }
 
 impl InstanceState {
+    /// Commits the open transaction, first lowering the index's marks that
+    /// its effects need (an append, schedules) under the index's lock, and
+    /// then publishes the events it broadcast. Returns whether it appended
+    /// to the queue.
+    pub(crate) fn commit_transaction(&mut self) -> rusqlite::Result<bool> {
+        let appended = std::mem::take(&mut self.appended);
+        let scheduled = self.scheduled.take();
+        let events = std::mem::take(&mut self.events);
+        match &self.index {
+            Some(index) if appended || scheduled.is_some() => {
+                let now = now_ms();
+                let name = &self.name;
+                let db = &self.db;
+                index.lower_marks_around(
+                    &name.actor,
+                    &name.key,
+                    appended.then_some(now),
+                    scheduled,
+                    || db.commit(),
+                )??
+            }
+            _ => self.db.commit()?,
+        }
+        if !events.is_empty()
+            && let Some(host) = self.host.as_ref().and_then(Weak::upgrade)
+        {
+            host.hub.publish(&self.name.address(), &events);
+        }
+        Ok(appended)
+    }
+
+    /// Forgets the effects of a transaction that is rolled back.
+    pub(crate) fn discard_effects(&mut self) {
+        self.appended = false;
+        self.scheduled = None;
+        self.events.clear();
+    }
+
+    /// The host, while it runs.
+    pub(crate) fn host(&self) -> Option<crate::host::Host> {
+        let inner = self.host.as_ref()?.upgrade()?;
+        Some(crate::host::Host { inner })
+    }
+
     /// After a failed statement: if SQLite rolled the whole transaction
     /// back, opens a new one (so that the rest of the call cannot commit
     /// piecemeal) and remembers that this call must fail.

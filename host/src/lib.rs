@@ -49,6 +49,7 @@ mod cell;
 pub mod cli;
 pub mod client;
 pub mod config;
+mod connections;
 mod deadline;
 mod definition;
 mod directory;

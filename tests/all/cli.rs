@@ -612,3 +612,226 @@ fn kill_9_during_queue_waits_and_a_rollback_loses_nothing_and_repeats_nothing() 
     assert_eq!(workflow_of(&manifest, "undo")["status"], "failed");
     server.unwrap().stop();
 }
+
+fn write_chat_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.chat-room]\ncomponent = {:?}\n",
+            programs::CHAT_ROOM
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+/// Waits for `child` to exit, for at most `limit`; kills it if it does not.
+fn wait_for_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn watch_prints_each_event_as_a_json_line_until_the_server_closes() {
+    use std::io::BufRead;
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_chat_manifest(dir.path());
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let mut watch = Command::new(BURROW)
+        .arg("--manifest")
+        .arg(&manifest)
+        .args(["watch", "chat-room", "lobby", "--url", &url])
+        .args(["--params", r#"{"name": "ada"}"#])
+        .env("BURROW_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let mut errors = std::io::BufReader::new(watch.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = errors.read_line(&mut line).unwrap();
+        assert!(read > 0, "burrow watch ended before it connected");
+        if line.starts_with("connected as ") {
+            break;
+        }
+    }
+    let id = line["connected as ".len()..].trim();
+    assert!(id.parse::<u64>().is_ok(), "{line}");
+
+    let (lines, received) = std::sync::mpsc::channel();
+    let output = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = || {
+        received
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a line from burrow watch")
+    };
+
+    assert_eq!(
+        next_line(),
+        r#"{"event":"joined","payload":{"name":"ada"}}"#
+    );
+    let out = burrow(
+        &manifest,
+        &[
+            "call",
+            "chat-room",
+            "lobby",
+            "post",
+            r#"["bob", "hi"]"#,
+            "--url",
+            &url,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let posted = stdout(&out);
+    // Exactly as the server sent it: compact, in the actor's field order.
+    let line = next_line();
+    assert!(
+        line.starts_with(&format!(
+            r#"{{"event":"message","payload":{{"id":{posted},"author":"bob","text":"hi","at":"#
+        )),
+        "{line}"
+    );
+    let message: Value = serde_json::from_str(&line).unwrap();
+    assert!(message["payload"]["at"].is_i64(), "{line}");
+
+    // Destroying the instance closes the connection: watch ends with 0.
+    let out = burrow(&manifest, &["destroy", "chat-room", "lobby", "--url", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let status = wait_for_exit(&mut watch, Duration::from_secs(30));
+    assert!(status.success(), "burrow watch ended with {status}");
+    let rest: Vec<String> = received.iter().collect();
+    assert!(rest.is_empty(), "more lines: {rest:?}");
+    server.stop();
+}
+
+#[test]
+fn watch_failures_get_errors_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_chat_manifest(dir.path());
+    let server = Serve::start(&manifest);
+    let url = server.url.clone();
+    let watch = |args: &[&str]| {
+        let mut all = vec!["watch"];
+        all.extend_from_slice(args);
+        burrow(&manifest, &all)
+    };
+
+    // The connect hook refuses a connection without a name.
+    let out = watch(&["chat-room", "lobby", "--url", &url]);
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    assert!(stderr(&out).contains("name"), "{out:?}");
+    let out = watch(&["chat-room", "lobby", "--url", &url, "--json"]);
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(error["error"]["code"], "connection-refused", "{out:?}");
+
+    let out = watch(&["nobody", "lobby", "--url", &url]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let out = watch(&["chat-room", "lobby", "--params", "{oops", "--url", &url]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let out = watch(&["chat-room", "lobby", "--url", "http://127.0.0.1:9"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("cannot reach"), "{out:?}");
+    server.stop();
+}
+
+fn write_talk_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.talk-probe]\ncomponent = {:?}\n",
+            programs::TALK_PROBE
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+fn notes_of(manifest: &Path, url: &str) -> Vec<String> {
+    let out = burrow(
+        manifest,
+        &["call", "talk-probe", "k", "notes", "--url", url],
+    );
+    serde_json::from_str(&stdout(&out)).unwrap_or_default()
+}
+
+#[test]
+fn kill_9_while_schedules_come_due_runs_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_talk_manifest(dir.path());
+    let server = Serve::start(&manifest);
+    // 400 schedules, due in batches of 40 from 300 ms to 1650 ms from now,
+    // each taking 3 ms.
+    for batch in 0..10 {
+        let args = json!([300 + batch * 150, 40, format!("b{batch}-"), 3]).to_string();
+        let out = burrow(
+            &manifest,
+            &[
+                "call",
+                "talk-probe",
+                "k",
+                "later_many",
+                &args,
+                "--url",
+                &server.url,
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    let mut server = Some(server);
+    let mut progress = Vec::new();
+    for pause in [350, 200, 300, 150, 400] {
+        std::thread::sleep(Duration::from_millis(pause));
+        progress.push(notes_of(&manifest, &server.as_ref().unwrap().url).len());
+        server = Some(server.take().unwrap().kill_9_and_restart(&manifest));
+    }
+    let mid_way = progress.iter().filter(|n| (1..400).contains(*n)).count();
+    assert!(mid_way >= 2, "too few kills landed mid-way: {progress:?}");
+    // Nobody calls but to look: the host runs what is left by itself.
+    let url = server.as_ref().unwrap().url.clone();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut notes = notes_of(&manifest, &url);
+    while notes.len() < 400 {
+        assert!(Instant::now() < deadline, "only {} of 400 ran", notes.len());
+        std::thread::sleep(Duration::from_millis(100));
+        notes = notes_of(&manifest, &url);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut notes = notes_of(&manifest, &url);
+    assert_eq!(notes.len(), 400, "a schedule ran twice: {progress:?}");
+    notes.sort();
+    notes.dedup();
+    assert_eq!(notes.len(), 400, "a schedule ran twice: {progress:?}");
+    let out = burrow(
+        &manifest,
+        &["call", "talk-probe", "k", "pending", "--url", &url],
+    );
+    assert_eq!(stdout(&out), "[]");
+    eprintln!("notes at each kill: {progress:?}");
+    server.unwrap().stop();
+}

@@ -5,33 +5,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Server {
-    async fn start(host: burrow::Host) -> Server {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(burrow::http::serve_on(host, listener, async {
-            let _ = stopped.await;
-        }));
-        Server {
-            url,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap();
-    }
-}
-
 async fn raw(method: reqwest::Method, url: &str, body: &'static str) -> (u16, Value) {
     let response = reqwest::Client::new()
         .request(method, url)

@@ -5,7 +5,9 @@
 
 mod support;
 
+mod calls;
 mod cli;
+mod client;
 mod concurrency;
 mod counter;
 mod errors;
@@ -18,5 +20,6 @@ mod logging;
 mod queue;
 mod sandbox;
 mod sandbox_limits;
+mod schedules;
 mod transactions;
 mod workflow;

@@ -90,6 +90,48 @@ pub fn workflow_probe() -> ActorSpec {
     spec
 }
 
+/// The chat room example: a connect hook that wants `{"name": ...}`, and
+/// `post(author, text)` that broadcasts a `message` event.
+pub fn chat_room() -> ActorSpec {
+    ActorSpec::new("chat-room", programs::CHAT_ROOM)
+}
+
+/// The HTTP API of a host, served in this process on a free port.
+pub struct Server {
+    /// The server's base URL, such as `http://127.0.0.1:40000`.
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Server {
+    /// Serves `host` until [`Server::stop`].
+    pub async fn start(host: Host) -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(burrow::http::serve_on(host, listener, async {
+            let _ = stopped.await;
+        }));
+        Server {
+            url,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// A client of this server.
+    pub fn client(&self) -> burrow::client::Client {
+        burrow::client::Client::new(&self.url)
+    }
+
+    /// Stops serving and waits until the server has shut down.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
 /// Polls `check` every 10 ms until it returns `Some`, for at most `limit`.
 pub async fn eventually<T>(
     limit: Duration,

@@ -15,6 +15,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("STRAY_IMPORT", "stray-import", "stray_import"),
     ("QUEUE_PROBE", "queue-probe", "queue_probe"),
     ("WORKFLOW_PROBE", "workflow-probe", "workflow_probe"),
+    ("TALK_PROBE", "talk-probe", "talk_probe"),
     ("MAILER", "mailer", "mailer"),
     ("ROUTER", "router", "router"),
     ("CODER", "coder", "coder"),
@@ -23,6 +24,9 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("PAYMENT_LOOP", "payment-loop", "payment_loop"),
     ("FULFILLMENT", "fulfillment", "fulfillment"),
     ("STEPPER", "stepper", "stepper"),
+    ("CHAT_ROOM", "chat-room", "chat_room"),
+    ("REMINDER", "reminder", "reminder"),
+    ("ACCOUNT", "account", "account"),
 ];
 
 fn main() {
@@ -51,6 +55,9 @@ fn main() {
         "examples/payment-loop",
         "examples/fulfillment",
         "examples/stepper",
+        "examples/chat-room",
+        "examples/reminder",
+        "examples/account",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }

@@ -176,7 +176,12 @@ pub(super) async fn run(
     let component = Component::from_file(&engine, component)?;
     let mut linker = Linker::new(&engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    Actor::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    // Only what the counter imports: the floor has no schedules, calls or
+    // events.
+    types::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    state::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    db::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    log::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
     let pre = ActorPre::new(linker.instantiate_pre(&component)?)?;
 
     let (mut store, actor) = start(&engine, &pre, &dir.join("w1.sqlite"), true).await?;

@@ -1,10 +1,13 @@
 //! The host side of each WIT interface, one module per capability, and the
 //! linker that offers them (with WASI) to every component.
 
+pub(crate) mod actors;
 pub(crate) mod db;
 pub(crate) mod determinism;
+pub(crate) mod events;
 pub(crate) mod log;
 pub(crate) mod queue;
+pub(crate) mod schedule;
 pub(crate) mod state;
 pub(crate) mod workflow;
 
@@ -22,7 +25,7 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>>
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     determinism::shadow_wasi(&mut linker)?;
-    bindings::WorkflowActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
+    bindings::FullActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
         &mut linker,
         |s| s,
     )?;

@@ -60,6 +60,7 @@ impl Host for InstanceState {
             None => 1,
         };
         self.db.begin().map_err(storage_trap)?;
+        self.discard_effects();
         let timeout = options
             .timeout_ms
             .map_or(self.call_timeout, Duration::from_millis);
@@ -119,7 +120,7 @@ impl Host for InstanceState {
             StepOutcome::Rollback(f) => (Some(FailureKind::Rollback), f),
         };
         self.db.rollback();
-        self.appended = false;
+        self.discard_effects();
         self.transaction_lost = None;
         match self.record_step_failure(&open, kind, &failure.code, &failure.message)? {
             Some(terminal) => Ok(Ok(Some(terminal))),
@@ -669,7 +670,6 @@ impl InstanceState {
 
     /// Commits the open step's transaction with its history entry.
     fn commit_step(&mut self, open: &OpenStep, output: String) -> wasmtime::Result<()> {
-        let now = now_ms();
         let mut entry = new_entry(
             open.location.clone(),
             EntryKind::Step,
@@ -679,14 +679,7 @@ impl InstanceState {
         entry.output = Some(output);
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
-        let appended = std::mem::take(&mut self.appended);
-        let committed = match (&self.index, appended) {
-            (Some(index), true) => index
-                .lower_mark_around(&self.name.actor, &self.name.key, now, || self.db.commit())
-                .and_then(|r| r),
-            _ => self.db.commit(),
-        };
-        committed.map_err(storage_trap)?;
+        let appended = self.commit_transaction().map_err(storage_trap)?;
         self.run().committed_appends |= appended;
         Ok(())
     }

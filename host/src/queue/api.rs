@@ -1,7 +1,6 @@
 //! The host's public queue API: send (and wait), look, requeue, drop.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use serde::Serialize;
 
@@ -15,16 +14,8 @@ use crate::instance_state::QueueLimits;
 use crate::queue::NewEvent;
 use crate::queue::waiters::EventOutcome;
 
-/// How to send an event.
-#[derive(Debug, Clone, Default)]
-pub struct SendOptions {
-    /// Lower values are processed first.
-    pub priority: i32,
-    /// The event's group; `None` for the default group.
-    pub group: Option<String>,
-    /// Wait this long for the event's processing to commit.
-    pub wait: Option<Duration>,
-}
+/// How to send an event (one type for the host and its client).
+pub use burrow_client::SendOptions;
 
 /// What a send achieved.
 #[derive(Debug, Clone, PartialEq, Serialize)]

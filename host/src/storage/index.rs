@@ -22,6 +22,16 @@
 //! A mark may be early (an append rolled back, a crash after processing):
 //! that costs one needless wake, never a lost event.
 //!
+//! # The schedule mark
+//!
+//! `schedule_due_at` is the earliest time at which the instance may have a
+//! schedule to run, or NULL when it has none, with the queue mark's
+//! invariant: a transaction that adds schedules lowers it to their soonest
+//! time and commits under the index's lock ([`Index::lower_marks_around`]),
+//! and only the host's schedule runner raises or clears it, from the
+//! committed schedules, under the same lock
+//! ([`Index::set_schedule_mark_from`]).
+//!
 //! # The workflow mark
 //!
 //! `workflow_due_at` is when the instance's workflow should run next (NULL
@@ -64,8 +74,16 @@ impl Index {
         if !has_workflow_mark {
             conn.execute_batch("ALTER TABLE instances ADD COLUMN workflow_due_at INTEGER")?;
         }
+        let has_schedule_mark = conn
+            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'schedule_due_at'")?
+            .exists([])?;
+        if !has_schedule_mark {
+            conn.execute_batch("ALTER TABLE instances ADD COLUMN schedule_due_at INTEGER")?;
+        }
         conn.execute_batch(
-            "CREATE INDEX IF NOT EXISTS instances_queue_due ON instances (queue_due_at)
+            "CREATE INDEX IF NOT EXISTS instances_schedule_due ON instances (schedule_due_at)
+             WHERE schedule_due_at IS NOT NULL;
+             CREATE INDEX IF NOT EXISTS instances_queue_due ON instances (queue_due_at)
              WHERE queue_due_at IS NOT NULL;
              CREATE INDEX IF NOT EXISTS instances_workflow_due ON instances (workflow_due_at)
              WHERE workflow_due_at IS NOT NULL;",
@@ -100,9 +118,10 @@ impl Index {
         stmt.query_map([actor], |r| r.get(0))?.collect()
     }
 
-    /// Lowers the mark of (`actor`, `key`) to `now`, then runs `commit`,
-    /// holding the index's lock throughout. If the mark cannot be written,
-    /// `commit` does not run.
+    /// Lowers the queue mark of (`actor`, `key`) to `now`, then runs
+    /// `commit`, holding the index's lock throughout. If the mark cannot be
+    /// written, `commit` does not run.
+    #[cfg(test)]
     pub(crate) fn lower_mark_around<T, E>(
         &self,
         actor: &str,
@@ -110,14 +129,71 @@ impl Index {
         now: i64,
         commit: impl FnOnce() -> Result<T, E>,
     ) -> Result<Result<T, E>, rusqlite::Error> {
+        self.lower_marks_around(actor, key, Some(now), None, commit)
+    }
+
+    /// Lowers the queue mark of (`actor`, `key`) to `queue` and its
+    /// schedule mark to `schedule` (each only if given and earlier), then
+    /// runs `commit`, holding the index's lock throughout. If a mark cannot
+    /// be written, `commit` does not run.
+    pub(crate) fn lower_marks_around<T, E>(
+        &self,
+        actor: &str,
+        key: &str,
+        queue: Option<i64>,
+        schedule: Option<i64>,
+        commit: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Result<T, E>, rusqlite::Error> {
         let conn = self.conn.lock().unwrap();
+        let created_at = crate::storage::instance_db::now_ms();
         conn.prepare_cached(
-            "INSERT INTO instances (actor, key, created_at, queue_due_at) VALUES (?1, ?2, ?3, ?3)
+            "INSERT INTO instances (actor, key, created_at, queue_due_at, schedule_due_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (actor, key) DO UPDATE
-             SET queue_due_at = min(coalesce(queue_due_at, excluded.queue_due_at), excluded.queue_due_at)",
+             SET queue_due_at = CASE WHEN excluded.queue_due_at IS NULL THEN queue_due_at
+                     ELSE min(coalesce(queue_due_at, excluded.queue_due_at), excluded.queue_due_at) END,
+                 schedule_due_at = CASE WHEN excluded.schedule_due_at IS NULL THEN schedule_due_at
+                     ELSE min(coalesce(schedule_due_at, excluded.schedule_due_at), excluded.schedule_due_at) END",
         )?
-        .execute(params![actor, key, now])?;
+        .execute(params![actor, key, created_at, queue, schedule])?;
         Ok(commit())
+    }
+
+    /// Sets the schedule mark of (`actor`, `key`) to what `compute` reads
+    /// from the instance's committed schedules, holding the index's lock
+    /// meanwhile. Never adds a row.
+    pub(crate) fn set_schedule_mark_from<E>(
+        &self,
+        actor: &str,
+        key: &str,
+        compute: impl FnOnce() -> Result<Option<i64>, E>,
+    ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
+        let conn = self.conn.lock().unwrap();
+        let mark = match compute() {
+            Ok(mark) => mark,
+            Err(e) => return Ok(Err(e)),
+        };
+        conn.prepare_cached(
+            "UPDATE instances SET schedule_due_at = ? WHERE actor = ? AND key = ?",
+        )?
+        .execute(params![mark, actor, key])?;
+        Ok(Ok(mark))
+    }
+
+    /// Instances with a schedule due at or before `now`, earliest first,
+    /// at most `limit`.
+    pub(crate) fn due_schedules(
+        &self,
+        now: i64,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(String, String)>> {
+        self.due_by(
+            "SELECT actor, key FROM instances
+             WHERE schedule_due_at IS NOT NULL AND schedule_due_at <= ?
+             ORDER BY schedule_due_at LIMIT ?",
+            now,
+            limit,
+        )
     }
 
     /// Sets the mark of (`actor`, `key`) to what `compute` reads from the
@@ -240,6 +316,50 @@ mod tests {
         index.remove("w", "k").unwrap();
         index.set_workflow_mark("w", "k", Some(5)).unwrap();
         assert!(index.keys("w").unwrap().is_empty());
+    }
+
+    #[test]
+    fn schedule_marks_are_lowered_by_commits_and_set_by_the_runner() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
+        index.insert("a", "k", 1).unwrap();
+        let lower = |queue, schedule| {
+            index
+                .lower_marks_around("a", "k", queue, schedule, || Ok::<_, ()>(()))
+                .unwrap()
+                .unwrap()
+        };
+        lower(None, Some(500));
+        lower(None, Some(700));
+        assert!(index.due_schedules(499, 10).unwrap().is_empty());
+        assert_eq!(index.due_schedules(500, 10).unwrap().len(), 1);
+        assert!(
+            index.due(i64::MAX, 10).unwrap().is_empty(),
+            "the queue mark is apart"
+        );
+        lower(Some(5), None);
+        assert_eq!(index.due(5, 10).unwrap().len(), 1);
+        assert!(
+            index.due_schedules(499, 10).unwrap().is_empty(),
+            "kept by a queue append"
+        );
+        index
+            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(Some(900)))
+            .unwrap()
+            .unwrap();
+        assert!(index.due_schedules(899, 10).unwrap().is_empty());
+        index
+            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(None))
+            .unwrap()
+            .unwrap();
+        assert!(index.due_schedules(i64::MAX, 10).unwrap().is_empty());
+        // The runner never brings back a destroyed instance.
+        index.remove("a", "k").unwrap();
+        index
+            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(Some(1)))
+            .unwrap()
+            .unwrap();
+        assert!(index.keys("a").unwrap().is_empty());
     }
 
     #[test]

@@ -1,0 +1,516 @@
+//! A client for the HTTP API of a Burrow server.
+//!
+//! [`Client`] talks to one server. Its methods named after the API take and
+//! return JSON text or [`serde_json::Value`]s; [`Client::actor`] gives an
+//! [`Instance`], a typed handle on one instance (an actor name and a key)
+//! whose methods serialize arguments and deserialize results with serde, and
+//! whose [`Instance::subscribe`] opens a WebSocket [`Subscription`] to the
+//! events the instance broadcasts.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), burrow_client::ClientError> {
+//! use burrow_client::{Client, SendOptions, SendOutcome};
+//!
+//! let client = Client::new("http://127.0.0.1:7878");
+//! let counter = client.actor("counter", "my-counter");
+//! let value: i64 = counter.call("increment", &(5,)).await?;
+//! let value: i64 = counter.call("get", &()).await?;
+//!
+//! let mailer = client.actor("mailer", "main");
+//! let outcome = mailer
+//!     .send("welcome", &"ada@example.com", &SendOptions::default())
+//!     .await?;
+//! assert!(matches!(outcome, SendOutcome::Queued { .. }));
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod instance;
+mod subscription;
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+pub use instance::Instance;
+pub use subscription::{Event, Subscription};
+
+/// An error answer from the server, or a failure to reach it or to
+/// understand it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ClientError {
+    /// The HTTP status of the answer that carried the error, or `None` if
+    /// none did: the server could not be reached, the request was found
+    /// wrong before it was sent, or a subscription's frame was wrong or its
+    /// connection broke off.
+    pub status: Option<u16>,
+    /// The error code: the server's (such as `unknown-actor`), or one of
+    /// the client's own: `unreachable` (the server could not be reached, or
+    /// its answer broke off), `invalid-arguments` (arguments that are not a
+    /// JSON array), `invalid-event` (a payload that is not JSON),
+    /// `invalid-response` (an answer that does not decode), `disconnected`
+    /// (a subscription broke off without a close), `http` (an error answer
+    /// without a code).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ClientError {
+    /// An error found before anything was sent.
+    fn local(code: &str, message: impl Into<String>) -> ClientError {
+        ClientError {
+            status: None,
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The server at `base` could not be reached.
+    fn unreachable(base: &str, error: impl std::fmt::Display) -> ClientError {
+        ClientError {
+            status: None,
+            code: "unreachable".into(),
+            message: format!("cannot reach the burrow server at {base}: {error}"),
+        }
+    }
+
+    /// An error answer: `{"error": {"code", "message"}}` with `status`.
+    fn from_answer(status: u16, text: &str) -> ClientError {
+        let error: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let field = |name: &str| error["error"][name].as_str().map(str::to_owned);
+        ClientError {
+            status: Some(status),
+            code: field("code").unwrap_or_else(|| "http".into()),
+            message: field("message").unwrap_or_else(|| format!("HTTP {status}: {text}")),
+        }
+    }
+}
+
+/// Decodes an answer of the server; `what` names it in the error.
+fn decode<T: DeserializeOwned>(
+    status: Option<u16>,
+    text: &str,
+    what: &str,
+) -> Result<T, ClientError> {
+    serde_json::from_str(text).map_err(|e| {
+        let shown: String = text.chars().take(200).collect();
+        ClientError {
+            status,
+            code: "invalid-response".into(),
+            message: format!("{what} does not decode ({e}): {shown}"),
+        }
+    })
+}
+
+/// How to send an event.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// Lower values are processed first.
+    pub priority: i32,
+    /// The event's group; `None` for the default group.
+    pub group: Option<String>,
+    /// Wait this long for the event's processing to commit.
+    pub wait: Option<Duration>,
+}
+
+/// What a send achieved, as the server answers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum SendOutcome {
+    /// The event is committed to the queue (the sender did not wait).
+    Queued {
+        /// The event's id.
+        id: i64,
+    },
+    /// The event was processed and the processing committed.
+    Processed {
+        /// The event's id.
+        id: i64,
+        /// What the actor's `process` returned.
+        result: Value,
+    },
+    /// The event failed too often and is in the dead-letter table.
+    DeadLettered {
+        /// The event's id.
+        id: i64,
+        /// The error of its last attempt.
+        error: String,
+    },
+    /// The wait ended first; the event is still queued and will be processed.
+    TimedOut {
+        /// The event's id.
+        id: i64,
+    },
+}
+
+impl SendOutcome {
+    /// The event's id.
+    pub fn id(&self) -> i64 {
+        match self {
+            SendOutcome::Queued { id }
+            | SendOutcome::Processed { id, .. }
+            | SendOutcome::DeadLettered { id, .. }
+            | SendOutcome::TimedOut { id } => *id,
+        }
+    }
+}
+
+/// The body of a send: `{"type", "payload", "priority", "group", "wait",
+/// "timeout_ms"}`.
+#[derive(Serialize)]
+struct SendBody<'a, P: ?Sized> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    payload: &'a P,
+    priority: i32,
+    group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<u64>,
+}
+
+/// A client of one Burrow server.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// Percent-encodes one path segment (keys may hold any text).
+pub fn encode_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+impl Client {
+    /// A client of the server at `base` (such as `http://127.0.0.1:7878`).
+    pub fn new(base: &str) -> Client {
+        Client {
+            base: base.trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The server's base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// A typed handle on the instance `key` of `actor`. Nothing is sent:
+    /// the instance need not exist yet.
+    pub fn actor(&self, actor: &str, key: &str) -> Instance {
+        Instance::new(self.clone(), actor, key)
+    }
+
+    /// The keys of `actor`'s instances.
+    pub async fn keys(&self, actor: &str) -> Result<Vec<String>, ClientError> {
+        #[derive(Deserialize)]
+        struct Keys {
+            keys: Vec<String>,
+        }
+        let url = format!("{}/actors/{}", self.base, encode_segment(actor));
+        let (status, text) = self.request(self.http.get(url)).await?;
+        let keys: Keys = decode(Some(status), &text, "the list of keys")?;
+        Ok(keys.keys)
+    }
+
+    fn instance_url(&self, actor: &str, key: &str) -> String {
+        format!(
+            "{}/actors/{}/{}",
+            self.base,
+            encode_segment(actor),
+            encode_segment(key)
+        )
+    }
+
+    async fn request(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(u16, String), ClientError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::unreachable(&self.base, e))?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|e| ClientError {
+            status: Some(status),
+            code: "unreachable".into(),
+            message: format!("the answer of {} broke off: {e}", self.base),
+        })?;
+        if (200..300).contains(&status) {
+            return Ok((status, text));
+        }
+        Err(ClientError::from_answer(status, &text))
+    }
+
+    /// Posts `args` (a JSON array as text) to `action`; the status and the
+    /// result text.
+    async fn post_action(
+        &self,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: String,
+    ) -> Result<(u16, String), ClientError> {
+        let url = format!(
+            "{}/actions/{}",
+            self.instance_url(actor, key),
+            encode_segment(action)
+        );
+        let request = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(args);
+        self.request(request).await
+    }
+
+    /// Calls `action` with `args` (a JSON array as text); returns the JSON result text.
+    pub async fn call(
+        &self,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, ClientError> {
+        Ok(self
+            .post_action(actor, key, action, args.to_owned())
+            .await?
+            .1)
+    }
+
+    /// Creates the instance with `input` (JSON text).
+    pub async fn create(&self, actor: &str, key: &str, input: &str) -> Result<(), ClientError> {
+        let request = self
+            .http
+            .put(self.instance_url(actor, key))
+            .body(input.to_owned());
+        self.request(request).await.map(drop)
+    }
+
+    /// Destroys the instance.
+    pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), ClientError> {
+        self.request(self.http.delete(self.instance_url(actor, key)))
+            .await
+            .map(drop)
+    }
+
+    /// GETs `url` and parses the answer (`null` if it is not JSON).
+    async fn get_value(&self, url: String) -> Result<Value, ClientError> {
+        let (_, text) = self.request(self.http.get(url)).await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The instance's state.
+    pub async fn state(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        self.get_value(format!("{}/state", self.instance_url(actor, key)))
+            .await
+    }
+
+    /// The instance's state and tables.
+    pub async fn inspect(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        self.get_value(self.instance_url(actor, key)).await
+    }
+
+    /// The instance's workflow: status, what it waits for, and history.
+    pub async fn workflow(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        self.get_value(format!("{}/workflow", self.instance_url(actor, key)))
+            .await
+    }
+
+    /// Posts an event to the instance's queue; the status and the answer text.
+    async fn post_event<P: Serialize + ?Sized>(
+        &self,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &P,
+        options: &SendOptions,
+    ) -> Result<(u16, String), ClientError> {
+        let body = SendBody {
+            event_type,
+            payload,
+            priority: options.priority,
+            group: options.group.as_deref(),
+            wait: options.wait.map(|_| true),
+            timeout_ms: options
+                .wait
+                .map(|wait| u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let body = serde_json::to_string(&body).map_err(|e| {
+            ClientError::local(
+                "invalid-event",
+                format!("the payload does not serialize to JSON: {e}"),
+            )
+        })?;
+        let url = format!("{}/queue", self.instance_url(actor, key));
+        let request = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        self.request(request).await
+    }
+
+    /// Appends an event to the instance's queue; with `options.wait`, waits
+    /// for its processing. Returns the outcome: `{"status": "queued" |
+    /// "processed" | "dead-lettered" | "timed-out", "id", ...}`.
+    pub async fn send(
+        &self,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: &SendOptions,
+    ) -> Result<Value, ClientError> {
+        let payload: Box<RawValue> = serde_json::from_str(payload).map_err(|e| {
+            ClientError::local(
+                "invalid-event",
+                format!("the payload is not valid JSON: {e}"),
+            )
+        })?;
+        let (_, text) = self
+            .post_event(actor, key, event_type, &payload, options)
+            .await?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The instance's queue: policy, pending events and dead letters.
+    pub async fn queue(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
+        self.get_value(format!("{}/queue", self.instance_url(actor, key)))
+            .await
+    }
+
+    /// Moves a dead letter back into the queue.
+    pub async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
+        let url = format!(
+            "{}/queue/dead-letters/{id}/requeue",
+            self.instance_url(actor, key)
+        );
+        self.request(self.http.post(url)).await.map(drop)
+    }
+
+    /// Deletes a dead letter for good.
+    pub async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
+        let url = format!("{}/queue/dead-letters/{id}", self.instance_url(actor, key));
+        self.request(self.http.delete(url)).await.map(drop)
+    }
+
+    /// Whether the server answers its health check.
+    pub async fn healthy(&self) -> bool {
+        self.request(self.http.get(format!("{}/healthz", self.base)))
+            .await
+            .is_ok()
+    }
+
+    /// The WebSocket URL of the instance's `connect` endpoint.
+    fn connect_url(&self, actor: &str, key: &str, params: Option<&Value>) -> String {
+        let url = format!("{}/connect", self.instance_url(actor, key));
+        let url = if let Some(rest) = url.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else {
+            url
+        };
+        match params {
+            Some(params) => format!("{url}?params={}", encode_segment(&params.to_string())),
+            None => url,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(encode_segment("plain-key_1.x~"), "plain-key_1.x~");
+        assert_eq!(encode_segment("../a b"), "..%2Fa%20b");
+        assert_eq!(encode_segment("ü\0"), "%C3%BC%00");
+    }
+
+    #[test]
+    fn send_outcomes_decode_from_the_answers() {
+        let cases = [
+            (
+                r#"{"status":"queued","id":3}"#,
+                SendOutcome::Queued { id: 3 },
+            ),
+            (
+                r#"{"status":"processed","id":4,"result":{"ok":true}}"#,
+                SendOutcome::Processed {
+                    id: 4,
+                    result: serde_json::json!({"ok": true}),
+                },
+            ),
+            (
+                r#"{"status":"dead-lettered","id":5,"error":"boom"}"#,
+                SendOutcome::DeadLettered {
+                    id: 5,
+                    error: "boom".into(),
+                },
+            ),
+            (
+                r#"{"status":"timed-out","id":6}"#,
+                SendOutcome::TimedOut { id: 6 },
+            ),
+        ];
+        for (text, outcome) in cases {
+            let decoded: SendOutcome = serde_json::from_str(text).unwrap();
+            assert_eq!(decoded, outcome);
+            assert_eq!(decoded.id(), outcome.id());
+        }
+    }
+
+    #[test]
+    fn connect_urls_use_websocket_schemes_and_encode_params() {
+        let client = Client::new("http://127.0.0.1:7878/");
+        assert_eq!(
+            client.connect_url("chat-room", "a b", None),
+            "ws://127.0.0.1:7878/actors/chat-room/a%20b/connect"
+        );
+        let params = serde_json::json!({"name": "ada"});
+        assert_eq!(
+            client.connect_url("chat-room", "lobby", Some(&params)),
+            "ws://127.0.0.1:7878/actors/chat-room/lobby/connect?params=%7B%22name%22%3A%22ada%22%7D"
+        );
+        let secure = Client::new("https://example.com");
+        assert!(
+            secure
+                .connect_url("a", "b", None)
+                .starts_with("wss://example.com/")
+        );
+    }
+
+    #[test]
+    fn error_answers_carry_their_code_and_message() {
+        let e = ClientError::from_answer(
+            404,
+            r#"{"error": {"code": "unknown-actor", "message": "unknown actor `x`"}}"#,
+        );
+        assert_eq!(
+            (e.status, e.code.as_str(), e.message.as_str()),
+            (Some(404), "unknown-actor", "unknown actor `x`")
+        );
+        let e = ClientError::from_answer(502, "bad gateway");
+        assert_eq!((e.status, e.code.as_str()), (Some(502), "http"));
+        assert!(e.message.contains("bad gateway"));
+    }
+}

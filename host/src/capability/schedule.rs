@@ -1,0 +1,170 @@
+//! `burrow:actor/schedule`: actions to run later, written in the current
+//! call's transaction. The host's schedule runner runs them (see
+//! `Cell::run_due_schedules`).
+
+use crate::bindings::schedule::{Host, ScheduleError, Scheduled};
+use crate::config::{MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES};
+use crate::instance_state::{InstanceState, Refusal, storage_trap};
+use crate::storage::instance_db::now_ms;
+use crate::storage::schedule::{self as schedule_db, AddError};
+
+fn refusal(refusal: Refusal) -> ScheduleError {
+    match refusal {
+        Refusal::NotAllowed(why) => ScheduleError::NotAllowed(why),
+        Refusal::NotInStep(why) => ScheduleError::NotInStep(why),
+    }
+}
+
+/// Checks the action and the arguments of a schedule.
+fn check(action: &str, args: &str) -> Result<(), String> {
+    if action.is_empty() || action.len() > MAX_EVENT_NAME_BYTES {
+        return Err(format!(
+            "the action name must be 1 to {MAX_EVENT_NAME_BYTES} bytes; it is {}",
+            action.len()
+        ));
+    }
+    if args.len() > MAX_ARGS_BYTES {
+        return Err(format!(
+            "the arguments are {} bytes; the limit is {MAX_ARGS_BYTES} bytes",
+            args.len()
+        ));
+    }
+    match serde_json::from_str::<serde_json::Value>(args) {
+        Ok(serde_json::Value::Array(_)) => Ok(()),
+        Ok(_) => Err("the arguments must be a JSON array".into()),
+        Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    }
+}
+
+impl InstanceState {
+    fn add_schedule(
+        &mut self,
+        call: &str,
+        due_at: i64,
+        action: String,
+        args: String,
+    ) -> wasmtime::Result<Result<u64, ScheduleError>> {
+        if let Err(why) = self.check_write(call) {
+            return Ok(Err(refusal(why)));
+        }
+        if let Err(why) = check(&action, &args) {
+            return Ok(Err(ScheduleError::Invalid(format!("{call}: {why}"))));
+        }
+        let added = schedule_db::add(
+            &self.db.conn,
+            &action,
+            &args,
+            due_at,
+            now_ms(),
+            MAX_PENDING_SCHEDULES,
+        );
+        match added {
+            Ok(id) => {
+                self.scheduled = Some(self.scheduled.map_or(due_at, |at| at.min(due_at)));
+                Ok(Ok(id as u64))
+            }
+            Err(AddError::Full(limit)) => Ok(Err(ScheduleError::Full(limit))),
+            Err(AddError::Sqlite(e)) => {
+                let error = storage_trap(e);
+                self.check_transaction(call)?;
+                Err(error)
+            }
+        }
+    }
+}
+
+impl Host for InstanceState {
+    fn after(
+        &mut self,
+        delay_ms: u64,
+        action: String,
+        args: String,
+    ) -> wasmtime::Result<Result<u64, ScheduleError>> {
+        let delay = i64::try_from(delay_ms).unwrap_or(i64::MAX);
+        let due_at = now_ms().saturating_add(delay);
+        self.add_schedule("schedule.after", due_at, action, args)
+    }
+
+    fn at(
+        &mut self,
+        at_ms: i64,
+        action: String,
+        args: String,
+    ) -> wasmtime::Result<Result<u64, ScheduleError>> {
+        self.add_schedule("schedule.at", at_ms, action, args)
+    }
+
+    fn pending(&mut self) -> wasmtime::Result<Result<Vec<Scheduled>, ScheduleError>> {
+        if let Err(why) = self.check_mode("schedule.pending") {
+            return Ok(Err(refusal(why)));
+        }
+        let pending = schedule_db::pending(&self.db.conn).map_err(storage_trap)?;
+        Ok(Ok(pending
+            .into_iter()
+            .map(|s| Scheduled {
+                id: s.id as u64,
+                action: s.action,
+                args: s.args,
+                at: s.due_at,
+            })
+            .collect()))
+    }
+
+    fn cancel(&mut self, id: u64) -> wasmtime::Result<Result<bool, ScheduleError>> {
+        if let Err(why) = self.check_write("schedule.cancel") {
+            return Ok(Err(refusal(why)));
+        }
+        let Ok(id) = i64::try_from(id) else {
+            return Ok(Ok(false));
+        };
+        match schedule_db::delete(&self.db.conn, id) {
+            Ok(deleted) => Ok(Ok(deleted)),
+            Err(e) => {
+                let error = storage_trap(e);
+                self.check_transaction("schedule.cancel")?;
+                Err(error)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance_state::Mode;
+    use crate::instance_state::testing::instance;
+
+    #[test]
+    fn schedules_are_checked_refused_by_mode_and_noted_for_the_mark() {
+        let (mut state, _dir) = instance();
+        let e = state.after(10, "".into(), "[]".into()).unwrap();
+        assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("action name")));
+        let e = state.after(10, "go".into(), "{}".into()).unwrap();
+        assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("JSON array")));
+        let e = state.at(5, "go".into(), "[oops".into()).unwrap();
+        assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("not valid JSON")));
+        assert_eq!(state.scheduled, None);
+
+        let late = state.at(500, "go".into(), "[1]".into()).unwrap().unwrap();
+        let soon = state.at(100, "go".into(), "[2]".into()).unwrap().unwrap();
+        assert_eq!(state.scheduled, Some(100));
+        let pending = state.pending().unwrap().unwrap();
+        assert_eq!(
+            pending.iter().map(|s| s.id).collect::<Vec<_>>(),
+            [soon, late]
+        );
+        assert!(state.cancel(soon).unwrap().unwrap());
+        assert!(!state.cancel(soon).unwrap().unwrap());
+        assert!(!state.cancel(u64::MAX).unwrap().unwrap());
+
+        state.mode = Mode::Select;
+        let e = state.after(1, "go".into(), "[]".into()).unwrap();
+        assert!(matches!(e, Err(ScheduleError::NotAllowed(m)) if m.contains("may only read")));
+        assert!(state.pending().unwrap().is_ok(), "the selector may read");
+        state.mode = Mode::Orchestration;
+        let e = state.cancel(late).unwrap();
+        assert!(matches!(e, Err(ScheduleError::NotInStep(m)) if m.contains("schedule.cancel")));
+        let e = state.pending().unwrap();
+        assert!(matches!(e, Err(ScheduleError::NotInStep(m)) if m.contains("schedule.pending")));
+    }
+}

@@ -1,0 +1,175 @@
+//! The schedules' table in an instance database, and every statement on it.
+//!
+//! `_burrow_schedule` holds pending schedules. A schedule is inserted in the
+//! transaction of the call that makes it, and deleted in the transaction
+//! that runs its action (or that records its failure): a schedule whose
+//! action committed is gone, and one whose action did not commit is still
+//! there to run.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// The schedules' internal table.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS _burrow_schedule (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    action TEXT NOT NULL,
+    args TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS _burrow_schedule_due ON _burrow_schedule (due_at, id);
+";
+
+/// A pending schedule.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Schedule {
+    /// Unique within the instance, never reused.
+    pub id: i64,
+    /// The action it runs.
+    pub action: String,
+    /// Its arguments, a JSON array as text.
+    pub args: String,
+    /// When it is due, in milliseconds since the Unix epoch.
+    pub due_at: i64,
+}
+
+/// Whether the table exists (it is made by the first schedule).
+pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_burrow_schedule'")?
+        .exists([])
+}
+
+/// Why a schedule was not inserted.
+#[derive(Debug)]
+pub(crate) enum AddError {
+    /// The instance has this many pending schedules, the most it may have.
+    Full(u64),
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for AddError {
+    fn from(e: rusqlite::Error) -> Self {
+        AddError::Sqlite(e)
+    }
+}
+
+/// Inserts a schedule (making the table if needed); returns its id.
+pub(crate) fn add(
+    conn: &Connection,
+    action: &str,
+    args: &str,
+    due_at: i64,
+    now: i64,
+    max_pending: u64,
+) -> Result<i64, AddError> {
+    if !has_schema(conn)? {
+        conn.execute_batch(SCHEMA)?;
+    }
+    let pending: i64 = conn
+        .prepare_cached("SELECT count(*) FROM _burrow_schedule")?
+        .query_row([], |r| r.get(0))?;
+    if pending as u64 >= max_pending {
+        return Err(AddError::Full(max_pending));
+    }
+    conn.prepare_cached(
+        "INSERT INTO _burrow_schedule (action, args, due_at, created_at) VALUES (?, ?, ?, ?)",
+    )?
+    .execute(params![action, args, due_at, now])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The pending schedules, soonest first.
+pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
+    if !has_schema(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, action, args, due_at FROM _burrow_schedule ORDER BY due_at, id",
+    )?;
+    stmt.query_map([], |r| {
+        Ok(Schedule {
+            id: r.get(0)?,
+            action: r.get(1)?,
+            args: r.get(2)?,
+            due_at: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+/// Deletes schedule `id`; returns whether it was pending.
+pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+    if !has_schema(conn)? {
+        return Ok(false);
+    }
+    Ok(conn
+        .prepare_cached("DELETE FROM _burrow_schedule WHERE id = ?")?
+        .execute([id])?
+        > 0)
+}
+
+/// The soonest schedule due at or before `now`.
+pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<Schedule>> {
+    if !has_schema(conn)? {
+        return Ok(None);
+    }
+    conn.prepare_cached(
+        "SELECT id, action, args, due_at FROM _burrow_schedule WHERE due_at <= ?
+         ORDER BY due_at, id LIMIT 1",
+    )?
+    .query_row([now], |r| {
+        Ok(Schedule {
+            id: r.get(0)?,
+            action: r.get(1)?,
+            args: r.get(2)?,
+            due_at: r.get(3)?,
+        })
+    })
+    .optional()
+}
+
+/// When the soonest pending schedule is due, or `None` without any.
+pub(crate) fn earliest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    if !has_schema(conn)? {
+        return Ok(None);
+    }
+    conn.prepare_cached("SELECT min(due_at) FROM _burrow_schedule")?
+        .query_row([], |r| r.get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_are_added_listed_due_and_deleted() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(pending(&conn).unwrap(), []);
+        assert_eq!(earliest(&conn).unwrap(), None);
+        assert!(!delete(&conn, 1).unwrap());
+        let late = add(&conn, "b", "[]", 200, 1, 10).unwrap();
+        let soon = add(&conn, "a", "[1]", 100, 1, 10).unwrap();
+        assert_eq!(
+            pending(&conn)
+                .unwrap()
+                .iter()
+                .map(|s| s.id)
+                .collect::<Vec<_>>(),
+            [soon, late]
+        );
+        assert_eq!(earliest(&conn).unwrap(), Some(100));
+        assert_eq!(next_due(&conn, 99).unwrap(), None);
+        assert_eq!(next_due(&conn, 150).unwrap().unwrap().action, "a");
+        assert!(delete(&conn, soon).unwrap());
+        assert!(!delete(&conn, soon).unwrap());
+        assert_eq!(earliest(&conn).unwrap(), Some(200));
+        add(&conn, "c", "[]", 300, 1, 2).unwrap();
+        assert!(matches!(
+            add(&conn, "d", "[]", 300, 1, 2),
+            Err(AddError::Full(2))
+        ));
+        // Ids are never reused.
+        delete(&conn, late).unwrap();
+        assert!(add(&conn, "e", "[]", 1, 1, 10).unwrap() > soon.max(late));
+    }
+}
