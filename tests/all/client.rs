@@ -267,7 +267,7 @@ async fn a_workflow_through_a_handle() {
 }
 
 /// The next event of `subscription`, which must come within `EVENT_WAIT`.
-async fn next_event(subscription: &mut Subscription) -> Event {
+pub async fn next_event(subscription: &mut Subscription) -> Event {
     match tokio::time::timeout(EVENT_WAIT, subscription.next()).await {
         Ok(Some(Ok(event))) => event,
         Ok(Some(Err(e))) => panic!("the subscription failed: {e} ({e:?})"),
@@ -277,7 +277,7 @@ async fn next_event(subscription: &mut Subscription) -> Event {
 }
 
 /// The next event, which must be `name`; its payload.
-async fn expect_event(subscription: &mut Subscription, name: &str) -> Value {
+pub async fn expect_event(subscription: &mut Subscription, name: &str) -> Value {
     match next_event(subscription).await {
         Event::Message { name: got, payload } if got == name => payload,
         other => panic!("expected a `{name}` event, got {other:?}"),

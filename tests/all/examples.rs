@@ -1,4 +1,5 @@
-//! The queue and workflow examples of `examples/`, end to end.
+//! The examples of `examples/`, end to end (the counters have their own
+//! tests, and the chat room's connections are in `client.rs`).
 
 use std::time::Duration;
 
@@ -267,4 +268,128 @@ async fn fulfillment_joins_quotes_and_races_approval_against_a_deadline() {
     let output: Value = serde_json::from_str(late.record.output.as_deref().unwrap()).unwrap();
     assert_eq!(output["status"], "cancelled");
     host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reminders_fire_once_when_due_and_a_cancelled_one_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [ActorSpec::new("reminder", programs::REMINDER)];
+    let host = start(dir.path(), &actors).await;
+    let stretch = call(&host, "reminder", "me", "remind", r#"["stretch", 300]"#).await;
+    let water = call(&host, "reminder", "me", "remind", r#"["water", 400]"#).await;
+    call(
+        &host,
+        "reminder",
+        "me",
+        "remind",
+        r#"["much later", 600000]"#,
+    )
+    .await;
+    let pending = call(&host, "reminder", "me", "pending", "[]").await;
+    let texts: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["stretch", "water", "much later"]);
+    assert_eq!(pending[0]["id"], stretch);
+    let cancel = json!([water]).to_string();
+    assert_eq!(call(&host, "reminder", "me", "cancel", &cancel).await, true);
+    let e = host
+        .call("reminder", "me", "remind", r#"["  ", 10]"#)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("empty-reminder"), "{e}");
+
+    // Across a restart: the reminder fires once, the cancelled one never.
+    let host = restart(host, &actors).await;
+    let fired = eventually(LONG, "the reminder to fire", async || {
+        let fired = call(&host, "reminder", "me", "fired", "[]").await;
+        (!fired.as_array().unwrap().is_empty()).then_some(fired)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let fired = {
+        let again = call(&host, "reminder", "me", "fired", "[]").await;
+        assert_eq!(again, fired, "a reminder fired twice");
+        again
+    };
+    assert_eq!(fired.as_array().unwrap().len(), 1);
+    assert_eq!(fired[0]["text"], "stretch");
+    assert!(fired[0]["fired_at"].as_i64() >= fired[0]["due"].as_i64());
+    let pending = call(&host, "reminder", "me", "pending", "[]").await;
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accounts_transfer_by_calling_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[ActorSpec::new("account", programs::ACCOUNT)]).await;
+    assert_eq!(
+        call(&host, "account", "alice", "deposit", "[100]").await,
+        100
+    );
+    assert_eq!(
+        call(&host, "account", "alice", "transfer", r#"["bob", 30]"#).await,
+        70
+    );
+    assert_eq!(call(&host, "account", "bob", "balance", "[]").await, 30);
+    // Refusals roll the withdrawal back.
+    for (args, code) in [
+        (r#"["bob", 1000]"#, "insufficient-funds"),
+        (r#"["bob", 0]"#, "invalid-amount"),
+        (r#"["alice", 10]"#, "cycle"),
+    ] {
+        let e = host
+            .call("account", "alice", "transfer", args)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, burrow::Error::Failed { code: c, .. } if c == code),
+            "{args}: {e}"
+        );
+    }
+    assert_eq!(call(&host, "account", "alice", "balance", "[]").await, 70);
+    assert_eq!(call(&host, "account", "bob", "balance", "[]").await, 30);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[crate::support::chat_room()]).await;
+    for i in 0..105 {
+        let args = json!(["ada", format!("message {i}")]).to_string();
+        assert_eq!(
+            call(&host, "chat-room", "lobby", "post", &args).await,
+            i + 1
+        );
+    }
+    let history = call(&host, "chat-room", "lobby", "history", "[3]").await;
+    let texts: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["message 102", "message 103", "message 104"]);
+    let history = call(&host, "chat-room", "lobby", "history", "[1000]").await;
+    assert_eq!(history.as_array().unwrap().len(), 100);
+    for (args, code) in [
+        (r#"["ada", ""]"#, "empty-message"),
+        (
+            &*json!(["ada", "x".repeat(4001)]).to_string(),
+            "message-too-long",
+        ),
+    ] {
+        let e = host
+            .call("chat-room", "lobby", "post", args)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains(code), "{e}");
+    }
+    assert_eq!(
+        call(&host, "chat-room", "lobby", "members", "[]").await,
+        json!([])
+    );
 }

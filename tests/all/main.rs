@@ -9,6 +9,7 @@ mod calls;
 mod cli;
 mod client;
 mod concurrency;
+mod connections;
 mod counter;
 mod errors;
 mod examples;
