@@ -6,6 +6,8 @@
 //!   after a restart of the host (wake).
 //! - W4: the queue, on the manifest's `mailer` actor (see [`queue`]).
 //! - W5: workflows, on the manifest's `stepper` actor (see [`workflow`]).
+//! - W6: calls between actors, on the manifest's `account` actor; W7: events
+//!   to 100 connected clients, on its `chat-room` (see [`talk`]).
 //! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters
 //!   (calls) and its mailer (queue sends, all checked as processed),
 //!   reporting errors and the peak memory of the process.
@@ -18,6 +20,7 @@
 mod floor;
 pub mod load;
 mod queue;
+mod talk;
 mod workflow;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +67,18 @@ pub struct BenchArgs {
     /// Run only W5 (workflows), and W1 in-process to compare with.
     #[arg(long)]
     pub workflows: bool,
+    /// Calls in W6.
+    #[arg(long, default_value_t = 5_000)]
+    pub w6_calls: usize,
+    /// Connected clients in W7.
+    #[arg(long, default_value_t = 100)]
+    pub w7_clients: usize,
+    /// Messages posted in W7 (each goes to every client).
+    #[arg(long, default_value_t = 500)]
+    pub w7_messages: usize,
+    /// Run only W6 and W7 (actors talking), and W1 in-process to compare with.
+    #[arg(long)]
+    pub talk: bool,
     /// Run only the load workload: 64 HTTP clients for this many seconds on
     /// the manifest's counters (every actor named `counter*`) and its
     /// `mailer` (queue sends).
@@ -174,13 +189,16 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     .await?;
     eprintln!("W1 in-process: {}", w1.to_json());
     report.insert("w1_in_process".into(), w1.to_json());
-    if args.queue || args.workflows {
+    if args.queue || args.workflows || args.talk {
         host.shutdown().await;
         if args.queue {
             report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
         }
         if args.workflows {
             report.insert("w5".into(), w5(manifest, &dir("w5"), &args, &report).await?);
+        }
+        if args.talk {
+            talk_workloads(manifest, &root, &args, &mut report).await?;
         }
         return Ok(Value::Object(report));
     }
@@ -252,6 +270,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
 
     report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
     report.insert("w5".into(), w5(manifest, &dir("w5"), &args, &report).await?);
+    talk_workloads(manifest, &root, &args, &mut report).await?;
 
     // The floor, on the same machine in the same run.
     let floor = floor::run(&spec.component, &dir("floor"), args.ops, args.instances)
@@ -307,6 +326,38 @@ async fn w5(
     }
     eprintln!("W5: {w5}");
     Ok(w5)
+}
+
+/// W6 and W7, into `report`.
+async fn talk_workloads(
+    manifest: &Path,
+    root: &Path,
+    args: &BenchArgs,
+    report: &mut serde_json::Map<String, Value>,
+) -> Result<()> {
+    let manifest = Manifest::load(manifest)?;
+    let spec = |name: &str| match manifest.actors.get(name) {
+        Some(spec) => Ok(spec.clone()),
+        None => bail!("the manifest has no `{name}` actor, which W6 and W7 use"),
+    };
+    let w6 = talk::calls(
+        config(&root.join("w6"), args),
+        &spec("account")?,
+        args.w6_calls,
+    )
+    .await?;
+    eprintln!("W6: {w6}");
+    report.insert("w6".into(), w6);
+    let w7 = talk::events(
+        config(&root.join("w7"), args),
+        &spec("chat-room")?,
+        args.w7_clients,
+        args.w7_messages,
+    )
+    .await?;
+    eprintln!("W7: {w7}");
+    report.insert("w7".into(), w7);
+    Ok(())
 }
 
 /// Starts a host and times one call to each of `n` instances: creations on
