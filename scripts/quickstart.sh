@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up Burrow, builds the example actors, starts the host on its embedded
 # default (SQLite files under ./.burrow), calls the counter in Rust and in
-# Python, runs a 20-step workflow, restarts the host and shows that the
+# Python, runs a 20-step workflow, sets a reminder, watches a chat room,
+# transfers between two accounts, restarts the host and shows that the
 # counts survived.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,34 @@ for _ in $(seq 1 100); do
 done
 "$burrow" inspect stepper "$workflow" --history | grep -E '^  "(status|output|history_len)"'
 "$burrow" call stepper "$workflow" count
+
+run=$(date +%s)
+echo "==> reminder: a schedule that fires once, 1 s from now"
+"$burrow" call reminder "$run" remind '["stretch", 1000]'
+"$burrow" call reminder "$run" pending
+for _ in $(seq 1 50); do
+    [ "$("$burrow" call reminder "$run" fired)" != "[]" ] && break
+    sleep 0.1
+done
+"$burrow" call reminder "$run" fired
+
+echo "==> chat-room: a client watches while a message is posted"
+events=$(mktemp)
+"$burrow" watch chat-room "$run" --params '{"name": "ada"}' >"$events" &
+watcher=$!
+for _ in $(seq 1 50); do grep -q joined "$events" && break; sleep 0.1; done
+"$burrow" call chat-room "$run" post '["bob", "hello"]'
+for _ in $(seq 1 50); do grep -q hello "$events" && break; sleep 0.1; done
+kill "$watcher"
+wait "$watcher" || true
+echo "what the watcher printed:"
+cat "$events"
+rm -f "$events"
+
+echo "==> account: a transfer is a call between two actors"
+"$burrow" call account "alice-$run" deposit '[100]'
+"$burrow" call account "alice-$run" transfer "[\"bob-$run\", 30]"
+"$burrow" call account "bob-$run" balance
 echo "==> restarting the host"
 stop
 serve
