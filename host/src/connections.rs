@@ -36,6 +36,9 @@ impl PendingEvent {
 }
 
 struct Channel {
+    /// Tells this channel from a later one of the same instance (after a
+    /// destroy closed this one).
+    id: u64,
     sender: broadcast::Sender<Frame>,
     connections: usize,
 }
@@ -54,12 +57,14 @@ impl Hub {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let mut channels = self.channels.lock().unwrap();
         let channel = channels.entry(address.clone()).or_insert_with(|| Channel {
+            id,
             sender: broadcast::channel(CONNECTION_BUFFER).0,
             connections: 0,
         });
         channel.connections += 1;
         Connection {
             id,
+            channel: channel.id,
             receiver: channel.sender.subscribe(),
             hub: self.clone(),
             address: address.clone(),
@@ -98,9 +103,11 @@ impl Hub {
         channels.values().map(|c| c.connections).sum()
     }
 
-    fn release(&self, address: &Address) {
+    fn release(&self, address: &Address, channel_id: u64) {
         let mut channels = self.channels.lock().unwrap();
-        if let Some(channel) = channels.get_mut(address) {
+        if let Some(channel) = channels.get_mut(address)
+            && channel.id == channel_id
+        {
             channel.connections -= 1;
             if channel.connections == 0 {
                 channels.remove(address);
@@ -124,6 +131,7 @@ pub(crate) enum Received {
 pub(crate) struct Connection {
     /// Unique within the host's run.
     pub(crate) id: u64,
+    channel: u64,
     receiver: broadcast::Receiver<Frame>,
     hub: Arc<Hub>,
     address: Address,
@@ -142,7 +150,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.hub.release(&self.address);
+        self.hub.release(&self.address, self.channel);
     }
 }
 
@@ -196,6 +204,13 @@ mod tests {
         );
         hub.close(&address("b"));
         assert_eq!(other.next().await, Received::Closed);
+        // A connection made after the close is not counted off by the
+        // closed one going away.
+        let mut later = hub.connect(&address("b"));
+        drop(other);
+        assert!(hub.is_connected(&address("b")));
+        hub.publish(&address("b"), &[event("e", "1")]);
+        assert!(matches!(later.next().await, Received::Frame(_)));
     }
 
     #[tokio::test]
