@@ -193,6 +193,12 @@ async fn every_side_effect_outside_a_step_gets_not_in_step() {
         "state.get",
         "state.set",
         "queue.append",
+        "schedule.after",
+        "schedule.pending",
+        "schedule.cancel",
+        "actors.call",
+        "actors.send",
+        "events.broadcast",
     ];
     assert_eq!(heard.len(), calls.len());
     for (call, error) in calls.iter().zip(&heard) {

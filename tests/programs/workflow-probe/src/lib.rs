@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use burrow_sdk::workflow::{self, Ctx, Loop, StepFailure, StepOptions};
-use burrow_sdk::{Error, Json, Result, db, queue, state};
+use burrow_sdk::{Error, Json, Result, actors, db, events, queue, schedule, state};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -122,6 +122,20 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
             state::get::<Json>().err().map(|e| e.to_string()),
             state::set(&1).err().map(|e| e.to_string()),
             queue::append("x", &Json::Null).err().map(|e| e.to_string()),
+            schedule::after(10, "count", &())
+                .err()
+                .map(|e| e.to_string()),
+            schedule::list().err().map(|e| e.to_string()),
+            schedule::cancel(1).err().map(|e| e.to_string()),
+            actors::call::<_, Json>("workflow-probe", "other", "count", &())
+                .err()
+                .map(|e| e.to_string()),
+            actors::send("workflow-probe", "other", "x", &Json::Null)
+                .err()
+                .map(|e| e.to_string()),
+            events::broadcast("x", &Json::Null)
+                .err()
+                .map(|e| e.to_string()),
         ]
         .into_iter()
         .map(|e| e.unwrap_or_else(|| "allowed".into()))
