@@ -6,7 +6,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use burrow::fuzzing::{FuzzValue, ImportCall, ImportSession, WorkflowCall};
+use burrow::fuzzing::{FuzzValue, ImportCall, ImportSession, When, WorkflowCall};
 use libfuzzer_sys::fuzz_target;
 
 /// SQL pieces that reach deeper than random text: internal tables,
@@ -112,6 +112,7 @@ enum Call {
     NewRun,
     ScheduleAfter(u16, u8, String),
     ScheduleAt(i64, u8, String),
+    ScheduleEvery(u16, u8, String),
     CancelSchedule(u8),
     PendingSchedules,
     Broadcast(u8, String),
@@ -209,12 +210,17 @@ fuzz_target!(|calls: Vec<Call>| {
             Call::Workflow(call) => ImportCall::Workflow(call.call()),
             Call::NewRun => ImportCall::NewRun,
             Call::ScheduleAfter(delay, n, args) => ImportCall::Schedule {
-                when: Ok(u64::from(delay)),
+                when: When::After(u64::from(delay)),
                 action: name(n),
                 args,
             },
             Call::ScheduleAt(at, n, args) => ImportCall::Schedule {
-                when: Err(at),
+                when: When::At(at),
+                action: name(n),
+                args,
+            },
+            Call::ScheduleEvery(interval, n, args) => ImportCall::Schedule {
+                when: When::Every(u64::from(interval)),
                 action: name(n),
                 args,
             },

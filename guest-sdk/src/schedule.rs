@@ -22,7 +22,8 @@
 //! ```
 //!
 //! If the action fails, it is not run again: its error goes to the host's
-//! log and the schedule is gone.
+//! log and the schedule is gone. A recurring schedule ([`every`]) runs at
+//! each interval until it is cancelled, whether its runs succeed or fail.
 
 use serde::Serialize;
 
@@ -41,8 +42,10 @@ pub struct Scheduled {
     pub action: String,
     /// The action's arguments, a JSON array as text.
     pub args: String,
-    /// When it is due, in milliseconds since the Unix epoch.
+    /// When it is due (next), in milliseconds since the Unix epoch.
     pub at: i64,
+    /// For a recurring schedule, its interval in milliseconds.
+    pub every_ms: Option<u64>,
 }
 
 /// Runs `action` with `args` (serialized as a JSON array: a tuple such as
@@ -60,6 +63,16 @@ pub fn at<A: Serialize + ?Sized>(at_ms: i64, action: &str, args: &A) -> Result<u
     Ok(wit::at(at_ms, action, &args)?)
 }
 
+/// Runs `action` with `args` every `interval_ms` milliseconds (at least
+/// 100), the first time `interval_ms` from now, until [`cancel`]led; returns
+/// the schedule's id. Each run is a transaction of its own; runs missed
+/// while the host was down collapse into one, and the times keep their
+/// phase.
+pub fn every<A: Serialize + ?Sized>(interval_ms: u64, action: &str, args: &A) -> Result<u64> {
+    let args = encode_args(args)?;
+    Ok(wit::every(interval_ms, action, &args)?)
+}
+
 /// The pending schedules, soonest first.
 pub fn list() -> Result<Vec<Scheduled>> {
     Ok(wit::pending()?
@@ -69,6 +82,7 @@ pub fn list() -> Result<Vec<Scheduled>> {
             action: s.action,
             args: s.args,
             at: s.at,
+            every_ms: s.every_ms,
         })
         .collect())
 }

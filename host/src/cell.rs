@@ -545,9 +545,10 @@ impl Cell {
     }
 
     /// Runs up to `limit` due schedules, each in one transaction with the
-    /// deletion of its schedule, then sets the instance's schedule mark
-    /// from what is left. A schedule whose action fails is deleted too,
-    /// and its error logged: it ran once. Returns whether more may be due.
+    /// deletion of its schedule (or, for a recurring one, the move to its
+    /// next time), then sets the instance's schedule mark from what is
+    /// left. A schedule whose action fails is deleted (or moved) too, and
+    /// its error logged: it ran once. Returns whether more may be due.
     pub(crate) async fn run_due_schedules(&mut self, limit: usize) -> Result<bool, Error> {
         // Commit the start's transaction (migrate, wake) first, if the
         // instance just woke.
@@ -567,8 +568,7 @@ impl Cell {
                 .await
                 .map(drop);
             if result.is_ok() {
-                result = schedule_db::delete(&self.db().conn, schedule.id)
-                    .map(drop)
+                result = schedule_db::done(&self.db().conn, &schedule, now_ms())
                     .map_err(|e| self.storage_error(e));
             }
             match self.finish(result) {
@@ -581,9 +581,10 @@ impl Cell {
                         schedule = schedule.id,
                         action = %schedule.action,
                         error = %e,
-                        "a scheduled action failed; it is not run again"
+                        "a scheduled action failed; it is not run again (a recurring one runs at its next time)"
                     );
-                    self.host_transaction(|db| schedule_db::delete(&db.conn, schedule.id))?;
+                    let now = now_ms();
+                    self.host_transaction(|db| schedule_db::done(&db.conn, &schedule, now))?;
                 }
             }
         }

@@ -79,6 +79,8 @@ pub const MAX_SEND_WAIT: Duration = Duration::from_secs(600);
 pub const DB_BUSY_TIMEOUT: Duration = Duration::from_millis(10);
 /// Most pending schedules one instance may have.
 pub const MAX_PENDING_SCHEDULES: u64 = 10_000;
+/// Shortest interval of a recurring schedule, in milliseconds.
+pub const MIN_SCHEDULE_INTERVAL_MS: u64 = 100;
 /// Most instances on one chain of calls between actors (A calls B calls C:
 /// three).
 pub const MAX_CALL_DEPTH: usize = 16;

@@ -67,10 +67,10 @@ pub enum ImportCall {
     /// The workflow's run ends and the next one starts from its first
     /// position, as after a wait.
     NewRun,
-    /// `schedule.after` (with a delay) or `schedule.at` (at a time).
+    /// `schedule.after`, `schedule.at` or `schedule.every`.
     Schedule {
-        /// `Ok(delay)` for `after`, `Err(time)` for `at`, in ms.
-        when: Result<u64, i64>,
+        /// Which, and its time.
+        when: When,
         /// The action name.
         action: String,
         /// The arguments text.
@@ -86,6 +86,17 @@ pub enum ImportCall {
     Commit,
     /// The host rolls the call's transaction back and opens the next.
     Rollback,
+}
+
+/// When a schedule runs.
+#[derive(Debug, Clone)]
+pub enum When {
+    /// `schedule.after`, with this delay in ms.
+    After(u64),
+    /// `schedule.at`, at this time in ms.
+    At(i64),
+    /// `schedule.every`, with this interval in ms.
+    Every(u64),
 }
 
 /// A call of the `workflow` import, in any order.
@@ -216,8 +227,9 @@ impl ImportSession {
             ImportCall::Schedule { when, action, args } => {
                 use crate::bindings::schedule::{Host as _, ScheduleError};
                 let result = match when {
-                    Ok(delay) => s.after(delay, action, args),
-                    Err(at) => s.at(at, action, args),
+                    When::After(delay) => s.after(delay, action, args),
+                    When::At(at) => s.at(at, action, args),
+                    When::Every(interval) => s.every(interval, action, args),
                 };
                 refused_not_in_step = Some(matches!(result, Ok(Err(ScheduleError::NotInStep(_)))));
             }
@@ -316,6 +328,12 @@ impl ImportSession {
             let args: serde_json::Value =
                 serde_json::from_str(&schedule.args).expect("schedule arguments are JSON");
             assert!(args.is_array(), "schedule arguments are an array");
+            assert!(
+                schedule
+                    .every_ms
+                    .is_none_or(|ms| ms as u64 >= crate::config::MIN_SCHEDULE_INTERVAL_MS),
+                "a recurring schedule runs at most every 100 ms"
+            );
             assert!(!schedule.action.is_empty());
         }
         assert!(self.state.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
@@ -496,12 +514,14 @@ mod tests {
         for mode in 0..7 {
             for call in [
                 ImportCall::SetMode(mode),
-                schedule(Ok(u64::MAX), "a", "[]"),
-                schedule(Err(i64::MIN), "a", "[1, {\"x\": null}]"),
-                schedule(Ok(0), "", "[]"),
-                schedule(Ok(0), "a", "{}"),
-                schedule(Ok(0), "a", "[oops"),
-                schedule(Ok(0), &"x".repeat(300), "[]"),
+                schedule(When::After(u64::MAX), "a", "[]"),
+                schedule(When::At(i64::MIN), "a", "[1, {\"x\": null}]"),
+                schedule(When::Every(u64::MAX), "a", "[]"),
+                schedule(When::Every(0), "a", "[]"),
+                schedule(When::After(0), "", "[]"),
+                schedule(When::After(0), "a", "{}"),
+                schedule(When::After(0), "a", "[oops"),
+                schedule(When::After(0), &"x".repeat(300), "[]"),
                 ImportCall::PendingSchedules,
                 ImportCall::CancelSchedule(1),
                 ImportCall::CancelSchedule(u64::MAX),
@@ -509,7 +529,7 @@ mod tests {
                 ImportCall::Broadcast("".into(), "1".into()),
                 ImportCall::Broadcast("e".into(), "not json".into()),
                 ImportCall::Commit,
-                schedule(Ok(5), "b", "[]"),
+                schedule(When::After(5), "b", "[]"),
                 ImportCall::Broadcast("e".into(), "1".into()),
                 ImportCall::Rollback,
             ] {

@@ -59,6 +59,7 @@ async fn scheduled_actions_run_once_in_the_order_of_their_times() {
     assert_eq!(pending[0][0], soon, "soonest first");
     assert_eq!(pending[0][1], "note");
     assert_eq!(pending[0][2], r#"["soon"]"#);
+    assert_eq!(pending[0][4], Value::Null, "not recurring");
     assert_eq!(pending[1][0], later);
     assert_eq!(notes(&host, "k").await, json!([]), "nothing runs early");
     settle(&host, "k", json!(["soon", "late"])).await;
@@ -97,6 +98,23 @@ async fn a_failing_scheduled_action_is_rolled_back_and_not_run_again() {
     call(&host, ACTOR, "k", "later", r#"[0, "no_such_action", []]"#).await;
     call(&host, ACTOR, "k", "later", r#"[50, "note", ["after"]]"#).await;
     settle(&host, "k", json!(["after"])).await;
+
+    // A recurring one that fails goes on at its next time.
+    call(
+        &host,
+        ACTOR,
+        "k",
+        "every",
+        r#"[100, "note_then_fail", ["r"]]"#,
+    )
+    .await;
+    let first = pending(&host, "k").await[0][3].as_i64().unwrap();
+    eventually(Duration::from_secs(10), "a few failed runs", async || {
+        let next = pending(&host, "k").await[0][3].as_i64().unwrap();
+        (next >= first + 300).then_some(())
+    })
+    .await;
+    assert_eq!(notes(&host, "k").await, json!(["after"]));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -175,4 +193,40 @@ async fn schedules_survive_a_restart_and_one_due_meanwhile_runs_once_the_host_is
     settle(&host, "k", json!(["while down", "after restart"])).await;
     let many: Vec<Value> = (0..20).map(|n| json!(format!("n{n}"))).collect();
     settle(&host, "other", Value::Array(many)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recurring_schedule_runs_at_each_interval_until_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [talk_probe()];
+    let host = start(dir.path(), &actors).await;
+    let e = host
+        .call(ACTOR, "k", "every", r#"[50, "note", ["tick"]]"#)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("at least 100 ms"), "{e}");
+    let id = call(&host, ACTOR, "k", "every", r#"[100, "note", ["tick"]]"#).await;
+    let count = async |host: &burrow::Host| notes(host, "k").await.as_array().unwrap().len();
+    eventually(Duration::from_secs(10), "three runs", async || {
+        (count(&host).await >= 3).then_some(())
+    })
+    .await;
+    let left = pending(&host, "k").await;
+    assert_eq!(left.len(), 1, "it stays pending");
+    assert_eq!(left[0][4], 100);
+    // It goes on across a restart.
+    let host = restart(host, &actors).await;
+    let before = count(&host).await;
+    eventually(
+        Duration::from_secs(10),
+        "runs after the restart",
+        async || (count(&host).await >= before + 2).then_some(()),
+    )
+    .await;
+    let args = json!([id]).to_string();
+    assert_eq!(call(&host, ACTOR, "k", "cancel", &args).await, true);
+    let stopped = count(&host).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(count(&host).await, stopped, "it ran after its cancel");
+    assert!(pending(&host, "k").await.is_empty());
 }

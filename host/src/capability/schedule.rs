@@ -3,7 +3,9 @@
 //! `Cell::run_due_schedules`).
 
 use crate::bindings::schedule::{Host, ScheduleError, Scheduled};
-use crate::config::{MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES};
+use crate::config::{
+    MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES, MIN_SCHEDULE_INTERVAL_MS,
+};
 use crate::instance_state::{InstanceState, Refusal, storage_trap};
 use crate::storage::instance_db::now_ms;
 use crate::storage::schedule::{self as schedule_db, AddError};
@@ -41,6 +43,7 @@ impl InstanceState {
         &mut self,
         call: &str,
         due_at: i64,
+        every_ms: Option<i64>,
         action: String,
         args: String,
     ) -> wasmtime::Result<Result<u64, ScheduleError>> {
@@ -55,6 +58,7 @@ impl InstanceState {
             &action,
             &args,
             due_at,
+            every_ms,
             now_ms(),
             MAX_PENDING_SCHEDULES,
         );
@@ -82,7 +86,7 @@ impl Host for InstanceState {
     ) -> wasmtime::Result<Result<u64, ScheduleError>> {
         let delay = i64::try_from(delay_ms).unwrap_or(i64::MAX);
         let due_at = now_ms().saturating_add(delay);
-        self.add_schedule("schedule.after", due_at, action, args)
+        self.add_schedule("schedule.after", due_at, None, action, args)
     }
 
     fn at(
@@ -91,7 +95,29 @@ impl Host for InstanceState {
         action: String,
         args: String,
     ) -> wasmtime::Result<Result<u64, ScheduleError>> {
-        self.add_schedule("schedule.at", at_ms, action, args)
+        self.add_schedule("schedule.at", at_ms, None, action, args)
+    }
+
+    fn every(
+        &mut self,
+        interval_ms: u64,
+        action: String,
+        args: String,
+    ) -> wasmtime::Result<Result<u64, ScheduleError>> {
+        // The mode first: orchestration code hears not-in-step whatever it
+        // passed.
+        if let Err(why) = self.check_write("schedule.every") {
+            return Ok(Err(refusal(why)));
+        }
+        if interval_ms < MIN_SCHEDULE_INTERVAL_MS {
+            return Ok(Err(ScheduleError::Invalid(format!(
+                "schedule.every: the interval is {interval_ms} ms; it must be at least \
+                 {MIN_SCHEDULE_INTERVAL_MS} ms"
+            ))));
+        }
+        let every = i64::try_from(interval_ms).unwrap_or(i64::MAX);
+        let due_at = now_ms().saturating_add(every);
+        self.add_schedule("schedule.every", due_at, Some(every), action, args)
     }
 
     fn pending(&mut self) -> wasmtime::Result<Result<Vec<Scheduled>, ScheduleError>> {
@@ -106,6 +132,7 @@ impl Host for InstanceState {
                 action: s.action,
                 args: s.args,
                 at: s.due_at,
+                every_ms: s.every_ms.map(|ms| ms as u64),
             })
             .collect()))
     }
@@ -156,6 +183,15 @@ mod tests {
         assert!(state.cancel(soon).unwrap().unwrap());
         assert!(!state.cancel(soon).unwrap().unwrap());
         assert!(!state.cancel(u64::MAX).unwrap().unwrap());
+
+        let e = state.every(99, "go".into(), "[]".into()).unwrap();
+        assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("at least 100 ms")));
+        let every = state.every(100, "go".into(), "[]".into()).unwrap().unwrap();
+        let pending = state.pending().unwrap().unwrap();
+        assert_eq!(
+            pending.last().map(|s| (s.id, s.every_ms)),
+            Some((every, Some(100)))
+        );
 
         state.mode = Mode::Select;
         let e = state.after(1, "go".into(), "[]".into()).unwrap();

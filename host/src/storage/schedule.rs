@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS _burrow_schedule (
     action TEXT NOT NULL,
     args TEXT NOT NULL,
     due_at INTEGER NOT NULL,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    every_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS _burrow_schedule_due ON _burrow_schedule (due_at, id);
 ";
@@ -31,6 +32,18 @@ pub struct Schedule {
     pub args: String,
     /// When it is due, in milliseconds since the Unix epoch.
     pub due_at: i64,
+    /// For a recurring schedule, its interval in milliseconds.
+    pub every_ms: Option<i64>,
+}
+
+impl Schedule {
+    /// For a recurring schedule that ran (or was due) at `due_at`: the
+    /// first time after `now` in its phase.
+    pub(crate) fn next_after(&self, now: i64) -> Option<i64> {
+        let every = self.every_ms?.max(1);
+        let periods = (now.saturating_sub(self.due_at) / every).max(0) + 1;
+        Some(self.due_at.saturating_add(periods.saturating_mul(every)))
+    }
 }
 
 /// Whether the table exists (it is made by the first schedule).
@@ -53,12 +66,14 @@ impl From<rusqlite::Error> for AddError {
     }
 }
 
-/// Inserts a schedule (making the table if needed); returns its id.
+/// Inserts a schedule (making the table if needed), recurring every
+/// `every_ms` if given; returns its id.
 pub(crate) fn add(
     conn: &Connection,
     action: &str,
     args: &str,
     due_at: i64,
+    every_ms: Option<i64>,
     now: i64,
     max_pending: u64,
 ) -> Result<i64, AddError> {
@@ -72,9 +87,10 @@ pub(crate) fn add(
         return Err(AddError::Full(max_pending));
     }
     conn.prepare_cached(
-        "INSERT INTO _burrow_schedule (action, args, due_at, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO _burrow_schedule (action, args, due_at, created_at, every_ms)
+         VALUES (?, ?, ?, ?, ?)",
     )?
-    .execute(params![action, args, due_at, now])?;
+    .execute(params![action, args, due_at, now, every_ms])?;
     Ok(conn.last_insert_rowid())
 }
 
@@ -84,7 +100,7 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
         return Ok(Vec::new());
     }
     let mut stmt = conn.prepare_cached(
-        "SELECT id, action, args, due_at FROM _burrow_schedule ORDER BY due_at, id",
+        "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule ORDER BY due_at, id",
     )?;
     stmt.query_map([], |r| {
         Ok(Schedule {
@@ -92,6 +108,7 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
             action: r.get(1)?,
             args: r.get(2)?,
             due_at: r.get(3)?,
+            every_ms: r.get(4)?,
         })
     })?
     .collect()
@@ -114,7 +131,7 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
         return Ok(None);
     }
     conn.prepare_cached(
-        "SELECT id, action, args, due_at FROM _burrow_schedule WHERE due_at <= ?
+        "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule WHERE due_at <= ?
          ORDER BY due_at, id LIMIT 1",
     )?
     .query_row([now], |r| {
@@ -123,9 +140,25 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
             action: r.get(1)?,
             args: r.get(2)?,
             due_at: r.get(3)?,
+            every_ms: r.get(4)?,
         })
     })
     .optional()
+}
+
+/// After schedule `schedule` ran (or failed) at `now`: deletes it, or
+/// moves a recurring one to its next time.
+pub(crate) fn done(conn: &Connection, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
+    match schedule.next_after(now) {
+        Some(next) => {
+            conn.prepare_cached("UPDATE _burrow_schedule SET due_at = ? WHERE id = ?")?
+                .execute(params![next, schedule.id])?;
+        }
+        None => {
+            delete(conn, schedule.id)?;
+        }
+    }
+    Ok(())
 }
 
 /// When the soonest pending schedule is due, or `None` without any.
@@ -147,8 +180,8 @@ mod tests {
         assert_eq!(pending(&conn).unwrap(), []);
         assert_eq!(earliest(&conn).unwrap(), None);
         assert!(!delete(&conn, 1).unwrap());
-        let late = add(&conn, "b", "[]", 200, 1, 10).unwrap();
-        let soon = add(&conn, "a", "[1]", 100, 1, 10).unwrap();
+        let late = add(&conn, "b", "[]", 200, None, 1, 10).unwrap();
+        let soon = add(&conn, "a", "[1]", 100, None, 1, 10).unwrap();
         assert_eq!(
             pending(&conn)
                 .unwrap()
@@ -163,13 +196,30 @@ mod tests {
         assert!(delete(&conn, soon).unwrap());
         assert!(!delete(&conn, soon).unwrap());
         assert_eq!(earliest(&conn).unwrap(), Some(200));
-        add(&conn, "c", "[]", 300, 1, 2).unwrap();
+        add(&conn, "c", "[]", 300, None, 1, 2).unwrap();
         assert!(matches!(
-            add(&conn, "d", "[]", 300, 1, 2),
+            add(&conn, "d", "[]", 300, None, 1, 2),
             Err(AddError::Full(2))
         ));
+        // A one-off is deleted when done.
+        delete(&conn, late).unwrap();
+        let one_off = next_due(&conn, 1_000).unwrap().unwrap();
+        assert_eq!((one_off.action.as_str(), one_off.every_ms), ("c", None));
+        done(&conn, &one_off, 1_000).unwrap();
+        assert_eq!(pending(&conn).unwrap(), []);
+        // A recurring schedule moves to its next time in its phase.
+        let every = add(&conn, "r", "[]", 1_000, Some(100), 1, 10).unwrap();
+        let recurring = next_due(&conn, 1_000).unwrap().unwrap();
+        assert_eq!((recurring.id, recurring.every_ms), (every, Some(100)));
+        done(&conn, &recurring, 1_010).unwrap();
+        assert_eq!(next_due(&conn, 1_099).unwrap(), None);
+        let recurring = next_due(&conn, 1_100).unwrap().unwrap();
+        // Missed runs collapse into one, in phase.
+        done(&conn, &recurring, 1_555).unwrap();
+        assert_eq!(next_due(&conn, 1_599).unwrap(), None);
+        assert_eq!(next_due(&conn, 1_600).unwrap().unwrap().due_at, 1_600);
         // Ids are never reused.
         delete(&conn, late).unwrap();
-        assert!(add(&conn, "e", "[]", 1, 1, 10).unwrap() > soon.max(late));
+        assert!(add(&conn, "e", "[]", 1, None, 1, 10).unwrap() > soon.max(late));
     }
 }

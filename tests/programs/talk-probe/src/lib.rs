@@ -18,6 +18,11 @@ fn later(delay_ms: u64, action: String, args: Json) -> Result<u64> {
     schedule::after(delay_ms, &action, &args)
 }
 
+/// Schedules `action` with `args` every `interval_ms`.
+fn every(interval_ms: u64, action: String, args: Json) -> Result<u64> {
+    schedule::every(interval_ms, &action, &args)
+}
+
 /// Schedules `action` with `args` at `at_ms`.
 fn later_at(at_ms: i64, action: String, args: Json) -> Result<u64> {
     schedule::at(at_ms, &action, &args)
@@ -47,11 +52,15 @@ fn later_then_fail(delay_ms: u64) -> Result<()> {
     Err(Error::new("planned", "failed after scheduling"))
 }
 
-/// The pending schedules: (id, action, args, at).
-fn pending() -> Result<Vec<(u64, String, String, i64)>> {
+/// A pending schedule as `pending` returns it: (id, action, args, at,
+/// every_ms).
+type Pending = (u64, String, String, i64, Option<u64>);
+
+/// The pending schedules.
+fn pending() -> Result<Vec<Pending>> {
     Ok(schedule::list()?
         .into_iter()
-        .map(|s| (s.id, s.action, s.args, s.at))
+        .map(|s| (s.id, s.action, s.args, s.at, s.every_ms))
         .collect())
 }
 
@@ -163,7 +172,7 @@ burrow_sdk::actor! {
     connect: on_connect,
     disconnect: on_disconnect,
     actions: [
-        later, later_at, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
+        later, later_at, every, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
         notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
         broadcast_then_fail, connections,
     ],
