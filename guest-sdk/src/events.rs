@@ -9,8 +9,14 @@
 //! ```no_run
 //! use burrow_sdk::{events, Result};
 //!
-//! fn on_connect(id: u64, params: Option<String>) -> Result<()> {
-//!     let Some(name) = params else {
+//! /// `--params '{"name": "ada"}'`
+//! #[derive(serde::Deserialize)]
+//! struct Join {
+//!     name: String,
+//! }
+//!
+//! fn on_connect(id: u64, params: Option<Join>) -> Result<()> {
+//!     let Some(Join { name }) = params else {
 //!         return Err(burrow_sdk::Error::new("no-name", "connect with a name"));
 //!     };
 //!     events::broadcast("joined", &(id, name))
