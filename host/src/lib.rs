@@ -15,7 +15,9 @@
 //! - `definition`, `engine`, `cache`: components loaded once, pre-instantiated,
 //!   compiled once and cached on disk.
 //! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`,
-//!   `queue`, `workflow`), and WASI's clocks and random guarded for workflows.
+//!   `schedule`, `actors`, `events`, `queue`, `workflow`), and WASI's clocks
+//!   and random guarded for workflows.
+//! - `connections`: client connections and the events published to them.
 //! - `queue/*`: the durable queue: sending (and waiting), the pump that
 //!   processes an instance's events, waiting senders.
 //! - [`workflow`]: durable workflows: the driver that runs each instance's
