@@ -14,7 +14,7 @@
 //! event, its mark is set and not later than that event's due time.*
 //!
 //! - A transaction that appends lowers the mark to "now" and commits while
-//!   holding the index's lock ([`Index::lower_mark_around`]).
+//!   holding the index's lock ([`Index::lower_marks_around`]).
 //! - Only a queue pump raises or clears a mark, and it computes the new
 //!   value from the committed queue while holding the same lock
 //!   ([`Index::set_mark_from`]), so no append can commit in between.
@@ -118,20 +118,6 @@ impl Index {
         stmt.query_map([actor], |r| r.get(0))?.collect()
     }
 
-    /// Lowers the queue mark of (`actor`, `key`) to `now`, then runs
-    /// `commit`, holding the index's lock throughout. If the mark cannot be
-    /// written, `commit` does not run.
-    #[cfg(test)]
-    pub(crate) fn lower_mark_around<T, E>(
-        &self,
-        actor: &str,
-        key: &str,
-        now: i64,
-        commit: impl FnOnce() -> Result<T, E>,
-    ) -> Result<Result<T, E>, rusqlite::Error> {
-        self.lower_marks_around(actor, key, Some(now), None, commit)
-    }
-
     /// Lowers the queue mark of (`actor`, `key`) to `queue` and its
     /// schedule mark to `schedule` (each only if given and earlier), then
     /// runs `commit`, holding the index's lock throughout. If a mark cannot
@@ -168,16 +154,12 @@ impl Index {
         key: &str,
         compute: impl FnOnce() -> Result<Option<i64>, E>,
     ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
-        let conn = self.conn.lock().unwrap();
-        let mark = match compute() {
-            Ok(mark) => mark,
-            Err(e) => return Ok(Err(e)),
-        };
-        conn.prepare_cached(
+        self.set_from(
             "UPDATE instances SET schedule_due_at = ? WHERE actor = ? AND key = ?",
-        )?
-        .execute(params![mark, actor, key])?;
-        Ok(Ok(mark))
+            actor,
+            key,
+            compute,
+        )
     }
 
     /// Instances with a schedule due at or before `now`, earliest first,
@@ -204,12 +186,29 @@ impl Index {
         key: &str,
         compute: impl FnOnce() -> Result<Option<i64>, E>,
     ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
+        self.set_from(
+            "UPDATE instances SET queue_due_at = ? WHERE actor = ? AND key = ?",
+            actor,
+            key,
+            compute,
+        )
+    }
+
+    /// Runs `update` (a mark's UPDATE) with what `compute` returns, holding
+    /// the index's lock throughout.
+    fn set_from<E>(
+        &self,
+        update: &str,
+        actor: &str,
+        key: &str,
+        compute: impl FnOnce() -> Result<Option<i64>, E>,
+    ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
         let conn = self.conn.lock().unwrap();
         let mark = match compute() {
             Ok(mark) => mark,
             Err(e) => return Ok(Err(e)),
         };
-        conn.prepare_cached("UPDATE instances SET queue_due_at = ? WHERE actor = ? AND key = ?")?
+        conn.prepare_cached(update)?
             .execute(params![mark, actor, key])?;
         Ok(Ok(mark))
     }
@@ -369,11 +368,11 @@ mod tests {
         index.insert("a", "k", 1).unwrap();
         assert!(index.due(i64::MAX, 10).unwrap().is_empty());
         index
-            .lower_mark_around("a", "k", 50, || Ok::<_, ()>(()))
+            .lower_marks_around("a", "k", Some(50), None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         index
-            .lower_mark_around("a", "k", 70, || Ok::<_, ()>(()))
+            .lower_marks_around("a", "k", Some(70), None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         assert!(index.due(49, 10).unwrap().is_empty());
@@ -393,7 +392,7 @@ mod tests {
         assert!(index.due(i64::MAX, 10).unwrap().is_empty());
         // An append to an instance not yet indexed makes its row.
         index
-            .lower_mark_around("b", "k", 5, || Ok::<_, ()>(()))
+            .lower_marks_around("b", "k", Some(5), None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         assert_eq!(index.keys("b").unwrap(), ["k"]);
