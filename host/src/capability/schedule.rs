@@ -161,6 +161,36 @@ mod tests {
     use crate::instance_state::Mode;
     use crate::instance_state::testing::instance;
 
+    /// The host's own statements on the schedules' table are not in the
+    /// connection's statement cache: a guest sending the same text meets
+    /// the authorizer.
+    #[test]
+    fn a_guest_sending_the_hosts_schedule_sql_is_still_refused() {
+        use crate::bindings::db::{DbError, Host as _, Value};
+        let (mut state, _dir) = instance();
+        let id = state.at(5, "go".into(), "[]".into()).unwrap().unwrap();
+        assert_eq!(state.pending().unwrap().unwrap().len(), 1);
+        assert!(!state.cancel(id + 1).unwrap().unwrap());
+        for (sql, params) in [
+            ("SELECT count(*) FROM _burrow_schedule", vec![]),
+            (
+                "DELETE FROM _burrow_schedule WHERE id = ?",
+                vec![Value::Integer(id as i64)],
+            ),
+            (
+                "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule ORDER BY due_at, id",
+                vec![],
+            ),
+        ] {
+            let e = state.execute(sql.into(), params).unwrap();
+            assert!(
+                matches!(&e, Err(DbError::Denied(m)) if m.contains("internal table")),
+                "{sql}: {e:?}"
+            );
+        }
+        assert_eq!(state.pending().unwrap().unwrap().len(), 1);
+    }
+
     #[test]
     fn schedules_are_checked_refused_by_mode_and_noted_for_the_mark() {
         let (mut state, _dir) = instance();

@@ -21,6 +21,19 @@ CREATE TABLE IF NOT EXISTS _burrow_schedule (
 CREATE INDEX IF NOT EXISTS _burrow_schedule_due ON _burrow_schedule (due_at, id);
 ";
 
+/// The columns [`from_row`] reads.
+const COLUMNS: &str = "id, action, args, due_at, every_ms";
+
+fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Schedule> {
+    Ok(Schedule {
+        id: r.get(0)?,
+        action: r.get(1)?,
+        args: r.get(2)?,
+        due_at: r.get(3)?,
+        every_ms: r.get(4)?,
+    })
+}
+
 /// A pending schedule.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Schedule {
@@ -81,12 +94,12 @@ pub(crate) fn add(
         conn.execute_batch(SCHEMA)?;
     }
     let pending: i64 = conn
-        .prepare_cached("SELECT count(*) FROM _burrow_schedule")?
+        .prepare("SELECT count(*) FROM _burrow_schedule")?
         .query_row([], |r| r.get(0))?;
     if pending as u64 >= max_pending {
         return Err(AddError::Full(max_pending));
     }
-    conn.prepare_cached(
+    conn.prepare(
         "INSERT INTO _burrow_schedule (action, args, due_at, created_at, every_ms)
          VALUES (?, ?, ?, ?, ?)",
     )?
@@ -99,19 +112,9 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
     if !has_schema(conn)? {
         return Ok(Vec::new());
     }
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule ORDER BY due_at, id",
-    )?;
-    stmt.query_map([], |r| {
-        Ok(Schedule {
-            id: r.get(0)?,
-            action: r.get(1)?,
-            args: r.get(2)?,
-            due_at: r.get(3)?,
-            every_ms: r.get(4)?,
-        })
-    })?
-    .collect()
+    let sql = format!("SELECT {COLUMNS} FROM _burrow_schedule ORDER BY due_at, id");
+    let mut stmt = conn.prepare(&sql)?;
+    stmt.query_map([], from_row)?.collect()
 }
 
 /// Deletes schedule `id`; returns whether it was pending.
@@ -120,7 +123,7 @@ pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
         return Ok(false);
     }
     Ok(conn
-        .prepare_cached("DELETE FROM _burrow_schedule WHERE id = ?")?
+        .prepare("DELETE FROM _burrow_schedule WHERE id = ?")?
         .execute([id])?
         > 0)
 }
@@ -130,20 +133,10 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
     if !has_schema(conn)? {
         return Ok(None);
     }
-    conn.prepare_cached(
-        "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule WHERE due_at <= ?
-         ORDER BY due_at, id LIMIT 1",
-    )?
-    .query_row([now], |r| {
-        Ok(Schedule {
-            id: r.get(0)?,
-            action: r.get(1)?,
-            args: r.get(2)?,
-            due_at: r.get(3)?,
-            every_ms: r.get(4)?,
-        })
-    })
-    .optional()
+    let sql = format!(
+        "SELECT {COLUMNS} FROM _burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
+    );
+    conn.prepare(&sql)?.query_row([now], from_row).optional()
 }
 
 /// After schedule `schedule` ran (or failed) at `now`: deletes it, or
@@ -151,7 +144,7 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
 pub(crate) fn done(conn: &Connection, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
     match schedule.next_after(now) {
         Some(next) => {
-            conn.prepare_cached("UPDATE _burrow_schedule SET due_at = ? WHERE id = ?")?
+            conn.prepare("UPDATE _burrow_schedule SET due_at = ? WHERE id = ?")?
                 .execute(params![next, schedule.id])?;
         }
         None => {
@@ -166,7 +159,7 @@ pub(crate) fn earliest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     if !has_schema(conn)? {
         return Ok(None);
     }
-    conn.prepare_cached("SELECT min(due_at) FROM _burrow_schedule")?
+    conn.prepare("SELECT min(due_at) FROM _burrow_schedule")?
         .query_row([], |r| r.get(0))
 }
 
