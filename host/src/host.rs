@@ -63,7 +63,7 @@ impl Host {
     /// Must be called inside a tokio runtime: the host keeps a task that
     /// puts idle instances to sleep.
     pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
-        let data = DataDir::open(&config.data_dir)?;
+        let data = DataDir::open(&config.data_dir, config.synchronous)?;
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
@@ -71,8 +71,9 @@ impl Host {
         for name in definitions.keys() {
             data.prepare_actor(name)?;
         }
-        let index = Index::open(&data.root().join("host.sqlite"))
+        let index = Index::open_with(&data.root().join("host.sqlite"), config.synchronous)
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
+        data.sync_root()?;
         let index = Arc::new(index);
         let inner = Arc::new(Inner {
             _ticker: EpochTicker::start(&engine),
@@ -366,10 +367,13 @@ impl Host {
                 unreachable!("the slot was just woken")
             };
             let result = op(cell).await;
-            if let Some(created_at) = cell.take_created()
-                && let Err(e) = self.inner.index.insert(actor, key, created_at)
-            {
-                tracing::warn!(actor, key, error = %e, "cannot index the new instance");
+            if let Some(created_at) = cell.take_created() {
+                if let Err(e) = self.inner.data.sync_created(actor) {
+                    tracing::warn!(actor, key, error = %format!("{e:#}"), "cannot sync the new instance's directory");
+                }
+                if let Err(e) = self.inner.index.insert(actor, key, created_at) {
+                    tracing::warn!(actor, key, error = %e, "cannot index the new instance");
+                }
             }
             if cell.take_queue_grew() {
                 if cell.is_workflow() {

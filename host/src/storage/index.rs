@@ -45,15 +45,21 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, params};
 
+use crate::config::Synchronous;
+
 pub(crate) struct Index {
     conn: Mutex<Connection>,
 }
 
 impl Index {
-    pub(crate) fn open(path: &Path) -> rusqlite::Result<Index> {
+    /// Opens (creating if needed) the index at `path` with the host's
+    /// `synchronous` setting: with `full`, a mark is on disk before the
+    /// instance commit that needs it, so a power loss cannot keep the
+    /// commit and lose the mark.
+    pub(crate) fn open_with(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Index> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "synchronous", synchronous.pragma())?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS instances (
                  actor TEXT NOT NULL,
@@ -91,6 +97,12 @@ impl Index {
         Ok(Index {
             conn: Mutex::new(conn),
         })
+    }
+
+    /// Opens the index with the default `synchronous` (for tests).
+    #[cfg(test)]
+    pub(crate) fn open(path: &Path) -> rusqlite::Result<Index> {
+        Index::open_with(path, Synchronous::default())
     }
 
     pub(crate) fn insert(&self, actor: &str, key: &str, created_at: i64) -> rusqlite::Result<()> {
@@ -293,6 +305,27 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_index_follows_the_synchronous_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        for (setting, expected) in [
+            (Synchronous::Off, 0),
+            (Synchronous::Normal, 1),
+            (Synchronous::Full, 2),
+        ] {
+            let path = dir.path().join(format!("host-{expected}.sqlite"));
+            let index = Index::open_with(&path, setting).unwrap();
+            let conn = index.conn.lock().unwrap();
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap();
+            let sync: i64 = conn
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!((mode.as_str(), sync), ("wal", expected), "{setting:?}");
+        }
+    }
 
     #[test]
     fn workflow_marks_are_made_at_creation_and_moved_by_drivers() {

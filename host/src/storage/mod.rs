@@ -13,6 +13,12 @@
 //! or name can reach outside the data directory. Directories and files are
 //! created and removed through a cap-std [`Dir`] rooted at the data
 //! directory; SQLite itself opens the derived path.
+//!
+//! Unless `synchronous` is `off`, a directory whose entries changed is
+//! synced (`fsync`) before the change is acknowledged: after an instance's
+//! creation commits, after its files are removed, and after the host's own
+//! directories and files are made at start. SQLite syncs the files' data
+//! itself, but not the directory entry of a new database file.
 
 pub(crate) mod index;
 pub(crate) mod instance_db;
@@ -29,21 +35,24 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
-use crate::config::{MAX_ACTOR_NAME_BYTES, MAX_KEY_BYTES};
+use crate::config::{MAX_ACTOR_NAME_BYTES, MAX_KEY_BYTES, Synchronous};
 use crate::error::Error;
 
 /// The data directory of one host, locked against a second host process.
 pub(crate) struct DataDir {
     root: PathBuf,
     dir: Dir,
+    /// Whether directories are synced after their entries change.
+    sync_dirs: bool,
     // Held for the host's lifetime: the OS releases the lock when the
     // process ends, also after `kill -9`.
     _lock: File,
 }
 
 impl DataDir {
-    /// Opens (creating if needed) and locks `root`.
-    pub(crate) fn open(root: &Path) -> Result<DataDir> {
+    /// Opens (creating if needed) and locks `root`; directories are synced
+    /// after their entries change unless `synchronous` is off.
+    pub(crate) fn open(root: &Path, synchronous: Synchronous) -> Result<DataDir> {
         std::fs::create_dir_all(root)
             .with_context(|| format!("cannot create the data directory {}", root.display()))?;
         let root = root
@@ -69,11 +78,41 @@ impl DataDir {
         }
         dir.create_dir_all("actors")?;
         dir.create_dir_all("cache")?;
-        Ok(DataDir {
+        let data = DataDir {
             root,
             dir,
+            sync_dirs: synchronous != Synchronous::Off,
             _lock: lock,
-        })
+        };
+        data.sync_dir(".")?;
+        Ok(data)
+    }
+
+    /// Syncs the data directory itself, after the host made files in it
+    /// (`host.sqlite`).
+    pub(crate) fn sync_root(&self) -> Result<()> {
+        self.sync_dir(".")
+    }
+
+    /// Makes a new instance of `actor` durable once its creation committed:
+    /// syncs the directory that holds its database file.
+    pub(crate) fn sync_created(&self, actor: &str) -> Result<()> {
+        self.sync_dir(&format!("actors/{actor}"))
+    }
+
+    /// Syncs the directory `path` (relative to the data directory), unless
+    /// `synchronous` is off.
+    fn sync_dir(&self, path: &str) -> Result<()> {
+        if !self.sync_dirs {
+            return Ok(());
+        }
+        // Opened for reading: a directory opened for lookups only cannot
+        // be synced.
+        let synced = self
+            .dir
+            .open(path)
+            .and_then(|dir| dir.into_std().sync_all());
+        synced.with_context(|| format!("cannot sync the directory {}/{path}", self.root.display()))
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -91,7 +130,7 @@ impl DataDir {
     /// Makes sure the directory of `actor` exists.
     pub(crate) fn prepare_actor(&self, actor: &str) -> Result<()> {
         self.dir.create_dir_all(format!("actors/{actor}"))?;
-        Ok(())
+        self.sync_dir("actors")
     }
 
     /// Path of the database of (`actor`, `key`), for SQLite to open.
@@ -106,16 +145,22 @@ impl DataDir {
             .unwrap_or(false)
     }
 
-    /// Deletes the database of (`actor`, `key`) with its WAL and shared-memory files.
+    /// Deletes the database of (`actor`, `key`) with its WAL and
+    /// shared-memory files, then syncs their directory: once this returns,
+    /// a power loss cannot bring the instance back.
     pub(crate) fn remove_instance(&self, actor: &str, key: &str) -> Result<()> {
         let base = relative_instance_path(actor, key);
+        let mut removed = false;
         for suffix in ["", "-wal", "-shm"] {
             let path = format!("{base}{suffix}");
             match self.dir.remove_file(&path) {
-                Ok(()) => {}
+                Ok(()) => removed = true,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e).with_context(|| format!("cannot remove {path}")),
             }
+        }
+        if removed {
+            self.sync_dir(&format!("actors/{actor}"))?;
         }
         Ok(())
     }
@@ -229,15 +274,104 @@ mod tests {
         assert!(long.to_string().contains("limit is 1024 bytes"), "{long}");
     }
 
+    /// Runs `f` on a thread of its own on which every `fsync` fails with
+    /// EIO (a seccomp filter: it stays with that thread), and returns what
+    /// `f` returned. A function that syncs then reports the failure.
+    fn with_failing_fsync<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        // Classic BPF over `struct seccomp_data` (nr at 0, arch at 4).
+        const LD_W_ABS: u16 = 0x20;
+        const JEQ_K: u16 = 0x15;
+        const RET_K: u16 = 0x06;
+        const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+        let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+        let filter = [
+            op(LD_W_ABS, 0, 0, 4),
+            op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+            op(LD_W_ABS, 0, 0, 0),
+            op(JEQ_K, 0, 1, libc::SYS_fsync as u32),
+            op(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EIO as u32),
+            op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ];
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let program = libc::sock_fprog {
+                        len: filter.len() as u16,
+                        filter: filter.as_ptr().cast_mut(),
+                    };
+                    // SAFETY: plain prctl calls; the filter outlives them
+                    // (the kernel copies it).
+                    unsafe {
+                        let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
+                        let no_new_privs =
+                            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, one, zero, zero, zero);
+                        assert_eq!(no_new_privs, 0, "{}", std::io::Error::last_os_error());
+                        let set = libc::prctl(
+                            libc::PR_SET_SECCOMP,
+                            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                            &program as *const libc::sock_fprog,
+                        );
+                        assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+                    }
+                    assert!(std::fs::File::open(".").unwrap().sync_all().is_err());
+                    f()
+                })
+                .join()
+                .unwrap()
+        })
+    }
+
+    /// Whether `e` says a directory could not be synced.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn sync_failed(e: anyhow::Error) -> bool {
+        format!("{e:#}").contains("cannot sync the directory")
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn creation_and_removal_sync_the_instance_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = DataDir::open(tmp.path(), Synchronous::Normal).unwrap();
+        data.prepare_actor("a").unwrap();
+        // SQLite makes the database file and its WAL; the host syncs the
+        // directory that holds them.
+        let path = data.instance_path("a", "k");
+        std::fs::write(&path, b"db").unwrap();
+        std::fs::write(path.with_extension("sqlite-wal"), b"wal").unwrap();
+        data.sync_created("a").unwrap();
+        assert!(sync_failed(
+            with_failing_fsync(|| data.sync_created("a")).unwrap_err()
+        ));
+        let removed = with_failing_fsync(|| data.remove_instance("a", "k"));
+        assert!(sync_failed(removed.unwrap_err()));
+        assert!(!data.instance_exists("a", "k"), "the files are gone");
+        assert!(!path.with_extension("sqlite-wal").exists());
+        // Nothing left to remove: nothing to sync.
+        with_failing_fsync(|| data.remove_instance("a", "k")).unwrap();
+        // At start, the data directory and the actors' directory are synced.
+        drop(data);
+        let reopened = with_failing_fsync(|| DataDir::open(tmp.path(), Synchronous::Full));
+        assert!(sync_failed(reopened.err().unwrap()));
+
+        // With `synchronous = off`, nothing is synced.
+        let tmp = tempfile::tempdir().unwrap();
+        let off = with_failing_fsync(|| DataDir::open(tmp.path(), Synchronous::Off)).unwrap();
+        off.prepare_actor("a").unwrap();
+        std::fs::write(off.instance_path("a", "k"), b"db").unwrap();
+        with_failing_fsync(|| off.sync_created("a")).unwrap();
+        with_failing_fsync(|| off.remove_instance("a", "k")).unwrap();
+        assert!(!off.instance_exists("a", "k"));
+    }
+
     #[test]
     fn a_second_host_on_the_same_directory_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let first = DataDir::open(tmp.path()).unwrap();
-        let err = DataDir::open(tmp.path())
+        let first = DataDir::open(tmp.path(), Synchronous::Normal).unwrap();
+        let err = DataDir::open(tmp.path(), Synchronous::Normal)
             .err()
             .expect("second open must fail");
         assert!(err.to_string().contains("another burrow host"), "{err}");
         drop(first);
-        DataDir::open(tmp.path()).expect("the lock is released with the first host");
+        DataDir::open(tmp.path(), Synchronous::Normal).expect("the lock is released with the first host");
     }
 }
