@@ -25,6 +25,7 @@ use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::{ActionError, Failure};
 use crate::bindings::workflow::FailureKind;
 use crate::bindings::workflow_runner::RunOutcome;
+use crate::capability::log::failure_text;
 use crate::config::{
     MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
 };
@@ -300,13 +301,15 @@ impl Cell {
         Ok(())
     }
 
+    /// A failure of guest code `during`; the guest's `code` and `message`
+    /// are kept as [`failure_text`].
     fn failed(&self, during: &str, code: &str, message: String) -> Error {
         Error::Failed {
             actor: self.name().actor.to_string(),
             key: self.name().key.to_string(),
-            during: during.to_owned(),
-            code: code.to_owned(),
-            message,
+            during: failure_text(during),
+            code: failure_text(code),
+            message: failure_text(&message),
         }
     }
 
@@ -448,7 +451,7 @@ impl Cell {
                                 open.timeout.as_millis()
                             ),
                         ),
-                        other => (None, "trapped", other.to_string()),
+                        other => (None, "trapped", failure_text(&other.to_string())),
                     };
                     let recorded = self
                         .store
@@ -461,11 +464,19 @@ impl Cell {
                     })?;
                     return Ok(RunEnd::Again);
                 }
-                None => (WorkflowStatus::Failed, None, Some(e.to_string()), None),
+                None => (
+                    WorkflowStatus::Failed,
+                    None,
+                    Some(failure_text(&e.to_string())),
+                    None,
+                ),
             },
-            Ok(_) if run.diverged.is_some() => {
-                (WorkflowStatus::Diverged, None, run.diverged.clone(), None)
-            }
+            Ok(_) if run.diverged.is_some() => (
+                WorkflowStatus::Diverged,
+                None,
+                run.diverged.as_deref().map(failure_text),
+                None,
+            ),
             Ok(RunOutcome::Completed(output)) if output.len() > MAX_RESULT_BYTES => (
                 WorkflowStatus::Failed,
                 None,
@@ -481,7 +492,7 @@ impl Cell {
             Ok(RunOutcome::Failed(Failure { code, message })) => (
                 WorkflowStatus::Failed,
                 None,
-                Some(format!("{code}: {message}")),
+                Some(failure_text(&format!("{code}: {message}"))),
                 None,
             ),
             Ok(RunOutcome::Interrupted) => match (&run.wait, &run.waits_for_queue) {
@@ -579,7 +590,7 @@ impl Cell {
                         actor = %self.name().actor,
                         key = %self.name().key,
                         schedule = schedule.id,
-                        action = %schedule.action,
+                        action = %failure_text(&schedule.action),
                         error = %e,
                         "a scheduled action failed; it is not run again (a recurring one runs at its next time)"
                     );
@@ -640,8 +651,8 @@ impl Cell {
             ("connect", Err(Failure { code, message })) => Err(Error::ConnectionRefused {
                 actor: self.name().actor.to_string(),
                 key: self.name().key.to_string(),
-                code,
-                message,
+                code: failure_text(&code),
+                message: failure_text(&message),
             }),
             (_, Err(failure)) => self.hook_outcome(hook, Err(failure)),
         }
@@ -842,27 +853,23 @@ impl Cell {
         let now = now_ms();
         let (base, cap) = (options.queue_retry_base, options.queue_retry_cap);
         let max_attempts = options.queue_max_attempts;
+        let error = failure_text(error);
         self.host_transaction(|db| {
-            queue_db::record_failure(&db.conn, id, error, now, max_attempts, |failed| {
+            queue_db::record_failure(&db.conn, id, &error, now, max_attempts, |failed| {
                 now + retry_delay(base, cap, failed).as_millis() as i64
             })
         })
     }
 
     async fn run_action(&mut self, name: &str, args: &str) -> Result<String, Error> {
-        let during = format!("action {name}");
+        // A scheduled action's name is guest text.
+        let during = failure_text(&format!("action {name}"));
         let outcome = self
             .call(Mode::Action, &during, async |exports, store| {
                 exports.guest.call_action(store, name, args).await
             })
             .await?;
-        let fail = |code: &str, message: String| Error::Failed {
-            actor: self.name().actor.to_string(),
-            key: self.name().key.to_string(),
-            during: during.clone(),
-            code: code.into(),
-            message,
-        };
+        let fail = |code: &str, message: String| self.failed(&during, code, message);
         match outcome {
             Ok(result) if result.len() > MAX_RESULT_BYTES => Err(fail(
                 "limit-exceeded",
@@ -874,12 +881,12 @@ impl Cell {
             Ok(result) => Ok(result),
             Err(ActionError::UnknownAction(action)) => Err(Error::UnknownAction {
                 actor: self.name().actor.to_string(),
-                action,
+                action: failure_text(&action),
             }),
             Err(ActionError::InvalidArguments(message)) => Err(Error::InvalidArguments {
                 actor: self.name().actor.to_string(),
-                action: name.to_owned(),
-                message,
+                action: failure_text(name),
+                message: failure_text(&message),
             }),
             Err(ActionError::Failed(Failure { code, message })) => Err(fail(&code, message)),
         }
@@ -917,12 +924,8 @@ impl Cell {
     }
 
     fn hook_outcome(&self, hook: &str, outcome: Result<(), Failure>) -> Result<(), Error> {
-        outcome.map_err(|Failure { code, message }| Error::Failed {
-            actor: self.name().actor.to_string(),
-            key: self.name().key.to_string(),
-            during: format!("hook {hook}"),
-            code,
-            message,
+        outcome.map_err(|Failure { code, message }| {
+            self.failed(&format!("hook {hook}"), &code, message)
         })
     }
 
@@ -1036,11 +1039,12 @@ fn trap_error(name: &InstanceName, during: &str, timeout: Duration, e: wasmtime:
             timeout_ms: timeout.as_millis(),
         }
     } else {
+        // The trap's text holds guest names (its backtrace's functions).
         Error::Trapped {
             actor: name.actor.to_string(),
             key: name.key.to_string(),
-            during: during.to_owned(),
-            message: format!("{e:?}"),
+            during: failure_text(during),
+            message: failure_text(&format!("{e:?}")),
         }
     }
 }

@@ -267,3 +267,36 @@ mod tests {
         );
     }
 }
+
+// Issue 12, edges: durability of the index, step timeouts, connections and
+// failure text.
+
+/// Longest timeout a workflow step may ask for (`StepOptions::timeout`),
+/// unless the actor's `call_timeout` is longer (then that is the longest).
+/// A step asking for more is refused before it runs: the run fails with
+/// `invalid`, naming this limit. It bounds how long one step can hold its
+/// instance and hold up a shutdown.
+pub const MAX_STEP_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default of the most connections one instance may have at once
+/// (manifest `max_connections`); past it a connect gets HTTP 503
+/// `too-many-connections`.
+pub const DEFAULT_MAX_CONNECTIONS_PER_INSTANCE: usize = 1000;
+/// Default of the most connections one host may have at once
+/// (`--max-connections`); past it a connect gets HTTP 503
+/// `too-many-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Longest guest failure text (an error's code or message, a trap's text,
+/// a workflow's or step's error) the host keeps, logs or stores, in bytes
+/// after its control characters are escaped; longer text is cut.
+pub const MAX_FAILURE_MESSAGE_BYTES: usize = 4096;
+/// Largest message a connected client may send (clients only listen; a
+/// larger one closes the connection), and the read buffer of a connection.
+pub const MAX_CLIENT_MESSAGE_BYTES: usize = 4096;
+
+/// Most instances that may have connections at once: half of `max_awake`
+/// (rounded down). A connected instance stays awake, so the other half of
+/// the awake instances stays free for calls, queues, schedules and
+/// workflows of every other instance.
+pub fn max_connected_instances(max_awake: usize) -> usize {
+    max_awake / 2
+}

@@ -11,7 +11,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::capability::log::LogLimit;
+use crate::capability::log::{LogLimit, clean};
 use crate::config::MAX_LOG_LINE_BYTES;
 use crate::connections::PendingEvent;
 use crate::deadline::Deadline;
@@ -298,7 +298,8 @@ impl WasiView for InstanceState {
 }
 
 /// Guest stdout or stderr: each line goes to the host log, tagged with the
-/// instance and cut at [`MAX_LOG_LINE_BYTES`].
+/// instance, cut at [`MAX_LOG_LINE_BYTES`] and with control characters
+/// escaped.
 #[derive(Clone)]
 struct GuestOutput {
     name: InstanceName,
@@ -346,13 +347,13 @@ impl LineWriter {
             return;
         }
         let text = String::from_utf8_lossy(&self.line);
+        let text = clean(text.trim_end(), MAX_LOG_LINE_BYTES);
         tracing::info!(
             target: "burrow::guest",
             actor = %self.out.name.actor,
             key = %self.out.name.key,
             stream = self.out.stream,
-            "{}",
-            text.trim_end()
+            "{text}"
         );
         self.line.clear();
     }

@@ -18,7 +18,8 @@ use crate::bindings::workflow::{
     FailureKind, Host, Interrupt, LoopIteration, LoopStart, StepFailure, StepOptions, StepOutcome,
     StepStart,
 };
-use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES};
+use crate::capability::log::failure_text;
+use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::instance_state::{InstanceState, Mode, storage_trap};
 use crate::queue::retry_delay;
 use crate::storage::instance_db::now_ms;
@@ -712,8 +713,8 @@ impl InstanceState {
             entry.wake_at = Some(entry.updated_at.saturating_add(delay.as_millis() as i64));
         }
         entry.failure_kind = kind.map(|k| failure_kind_name(k).to_owned());
-        entry.error_code = Some(code.to_owned());
-        entry.error = Some(message.to_owned());
+        entry.error_code = Some(failure_text(code));
+        entry.error = Some(failure_text(message));
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
         if let (Some(at), Some(run)) = (entry.wake_at, self.workflow.as_mut()) {

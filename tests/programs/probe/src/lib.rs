@@ -222,6 +222,12 @@ fn big_result(n: usize) -> Result<String> {
     Ok("x".repeat(n))
 }
 
+/// Fails with the guest's own `code` and `message` (for the failure text
+/// limits: long text, newlines, control characters).
+fn fail_with(code: String, message: String) -> Result<()> {
+    Err(Error::new(code, message))
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
@@ -230,5 +236,6 @@ burrow_sdk::actor! {
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
         sql, batch, spin, allocate, echo, big_result, shout, recurse, chatter, ambient, big_state,
+        fail_with,
     ],
 }

@@ -139,6 +139,7 @@ fn process(event: Event) -> Result<Json> {
         payload.until.is_none_or(|until| event.attempt < until)
     };
     match event.event_type.as_str() {
+        "fail_loudly" => return fail_loudly(&event),
         "fail" if failing => {
             return Err(Error::new(
                 "planned",
@@ -203,6 +204,13 @@ fn process(event: Event) -> Result<Json> {
     }
     record(&event, None)?;
     Ok(serde_json::json!({ "processed": event.id, "attempt": event.attempt }))
+}
+
+/// Fails with the event's payload (a JSON string) as the message, every
+/// attempt.
+fn fail_loudly(event: &Event) -> Result<Json> {
+    let message: String = event.payload()?;
+    Err(Error::new("loud", message))
 }
 
 fn select(pending: &[Event]) -> Vec<u64> {

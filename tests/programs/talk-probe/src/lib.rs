@@ -149,6 +149,7 @@ fn connections() -> Result<Vec<(u64, String)>> {
 }
 
 fn on_connect(id: u64, params: Json) -> Result<()> {
+    linger(&params);
     if params.get("refuse").is_some() {
         return Err(Error::new("refused", "the parameters asked to be refused"));
     }
@@ -167,6 +168,23 @@ fn on_disconnect(id: u64) -> Result<()> {
     events::broadcast("bye", &id)
 }
 
+/// Fails with the guest's own `code` and `message`.
+fn fail_with(code: String, message: String) -> Result<()> {
+    Err(Error::new(code, message))
+}
+
+/// With `{"linger_ms": n}`, the connect hook computes for n ms first (a
+/// client can give up meanwhile).
+fn linger(params: &Json) {
+    let Some(ms) = params.get("linger_ms").and_then(Json::as_u64) else {
+        return;
+    };
+    let begun = std::time::Instant::now();
+    while begun.elapsed() < std::time::Duration::from_millis(ms) {
+        std::hint::spin_loop();
+    }
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     connect: on_connect,
@@ -174,6 +192,6 @@ burrow_sdk::actor! {
     actions: [
         later, later_at, every, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
         notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
-        broadcast_then_fail, connections,
+        broadcast_then_fail, connections, fail_with,
     ],
 }
