@@ -494,3 +494,41 @@ async fn removed_steps_and_versions_keep_old_histories_replaying() {
     assert_eq!(output(&finished(&host, "v").await)["version"], 2);
     host.shutdown().await;
 }
+
+/// A step may not ask for a timeout past the host's maximum: its run fails
+/// at once, naming the limit, instead of a step computing for as long as it
+/// asked (for `u64::MAX` ms, with no deadline at all) and holding up the
+/// shutdown. Within the maximum, a step may ask for more than the call
+/// timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_step_cannot_ask_for_a_timeout_past_the_host_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    let too_long = burrow::config::MAX_STEP_TIMEOUT.as_millis() as u64 + 1;
+    let asks = [("long", too_long), ("forever", u64::MAX), ("allowed", 2500)];
+    for (key, ms) in asks {
+        create(&host, key, json!({ "patient_step_ms": ms })).await;
+    }
+    for (key, ms) in asks {
+        let view = eventually(Duration::from_secs(10), key, async || {
+            let view = host.workflow(ACTOR, key).unwrap();
+            view.record.status.is_final().then_some(view)
+        })
+        .await;
+        assert_eq!(view.record.status, WorkflowStatus::Failed, "{key}");
+        let error = view.record.error.as_deref().unwrap();
+        if key == "allowed" {
+            assert!(error.contains("timeout of 2500 ms"), "{error}");
+        } else {
+            assert!(
+                error.contains("step `patient`")
+                    && error.contains(&format!("a timeout of {ms} ms"))
+                    && error.contains("MAX_STEP_TIMEOUT"),
+                "{error}"
+            );
+        }
+    }
+    let begun = Instant::now();
+    host.shutdown().await;
+    assert!(begun.elapsed() < Duration::from_secs(5), "{:?}", begun.elapsed());
+}

@@ -60,11 +60,14 @@ impl Host for InstanceState {
             },
             None => 1,
         };
+        let timeout = match step_timeout(options.timeout_ms, self.call_timeout) {
+            Ok(timeout) => timeout,
+            Err(refusal) => {
+                return Ok(Err(Interrupt::Invalid(format!("step `{name}`: {refusal}"))));
+            }
+        };
         self.db.begin().map_err(storage_trap)?;
         self.discard_effects();
-        let timeout = options
-            .timeout_ms
-            .map_or(self.call_timeout, Duration::from_millis);
         self.deadline.start(timeout);
         self.mode = Mode::Step;
         self.run().open = Some(OpenStep {
@@ -731,6 +734,27 @@ fn failure_kind_name(kind: FailureKind) -> &'static str {
         FailureKind::Exhausted => "exhausted",
         FailureKind::Rollback => "rollback",
     }
+}
+
+/// The timeout of a step attempt: the step's own `timeout_ms`, or the
+/// actor's `call_timeout`. A step may ask for at most [`MAX_STEP_TIMEOUT`]
+/// (or the `call_timeout`, if that is longer); a longer timeout is refused
+/// rather than cut, so the step never runs under a deadline shorter than
+/// the one it asked for.
+fn step_timeout(timeout_ms: Option<u64>, call_timeout: Duration) -> Result<Duration, String> {
+    let Some(ms) = timeout_ms else {
+        return Ok(call_timeout);
+    };
+    let longest = MAX_STEP_TIMEOUT.max(call_timeout);
+    let timeout = Duration::from_millis(ms);
+    if timeout > longest {
+        return Err(format!(
+            "the step asks for a timeout of {ms} ms; the longest a step may ask for is {} ms \
+             (MAX_STEP_TIMEOUT, or the actor's call_timeout if longer)",
+            longest.as_millis()
+        ));
+    }
+    Ok(timeout)
 }
 
 fn step_failure(e: &HistoryEntry) -> StepFailure {

@@ -26,6 +26,8 @@ struct Config {
     critical: bool,
     /// Step `spin` never returns (its timeout is 300 ms).
     spin_step: bool,
+    /// Step `patient` never returns and asks for this timeout (ms).
+    patient_step_ms: Option<u64>,
     /// Step `panics` panics on its first attempt.
     trap_step: bool,
     /// Try every side effect outside a step; the output lists the errors.
@@ -231,6 +233,9 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
         })?;
         output.insert("spin".into(), failure_json(&spin.unwrap_err()));
     }
+    if let Some(ms) = config.patient_step_ms {
+        patient_step(ctx, ms)?;
+    }
     if config.trap_step {
         let got = ctx.step_with("panics", quick(), || {
             if workflow::attempt() == 1 {
@@ -380,6 +385,16 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
     let total = ctx.step("total", count)?;
     output.insert("count".into(), json!(total));
     Ok(Json::Object(output))
+}
+
+/// A step that never returns, asking for a timeout of `ms`.
+fn patient_step(ctx: &mut Ctx, ms: u64) -> workflow::Result<()> {
+    let options = quick().timeout(Duration::from_millis(ms));
+    ctx.step_with("patient", options, || -> Result<()> {
+        loop {
+            std::hint::black_box(0);
+        }
+    })
 }
 
 fn count() -> Result<i64> {
