@@ -19,7 +19,7 @@ use burrow_client::{Client, ClientError};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::config::{DEFAULT_MAX_AWAKE, HostConfig, Synchronous};
+use crate::config::{DEFAULT_MAX_AWAKE, DEFAULT_MAX_CONNECTIONS, HostConfig, Synchronous};
 use crate::error::Error;
 use crate::host::Host;
 use crate::manifest::Manifest;
@@ -79,6 +79,9 @@ pub struct HostArgs {
     /// Instances awake at once.
     #[arg(long, default_value_t = DEFAULT_MAX_AWAKE)]
     pub max_awake: usize,
+    /// Client connections (WebSockets) open at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 /// The commands.
@@ -257,7 +260,8 @@ pub fn exit_code(code: &str) -> u8 {
         | "invalid-event" | "payload-too-large" | "no-queue" | "no-workflow" => 4,
         "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,
-        "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out" => 7,
+        "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out"
+        | "too-many-connections" => 7,
         "already-exists" => 8,
         _ => 1,
     }
@@ -338,6 +342,7 @@ fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
             .or(manifest.host.synchronous)
             .unwrap_or_default(),
         max_awake: args.max_awake,
+        max_connections: args.max_connections,
         pooling: true,
         cache_dir: None,
     }

@@ -141,6 +141,8 @@ pub struct ActorOptions {
     pub queue_retry_base: Duration,
     /// Longest wait between two attempts.
     pub queue_retry_cap: Duration,
+    /// Most client connections one instance may have at once.
+    pub max_connections: usize,
 }
 
 impl Default for ActorOptions {
@@ -155,6 +157,7 @@ impl Default for ActorOptions {
             queue_max_attempts: DEFAULT_QUEUE_MAX_ATTEMPTS,
             queue_retry_base: DEFAULT_QUEUE_RETRY_BASE,
             queue_retry_cap: DEFAULT_QUEUE_RETRY_CAP,
+            max_connections: DEFAULT_MAX_CONNECTIONS_PER_INSTANCE,
         }
     }
 }
@@ -168,6 +171,9 @@ pub struct HostConfig {
     pub synchronous: Synchronous,
     /// Instances awake at once (also sizes the pooling allocator).
     pub max_awake: usize,
+    /// Client connections open at once (at most half of `max_awake`
+    /// instances may have connections, see [`max_connected_instances`]).
+    pub max_connections: usize,
     /// Use the pooling allocator if the machine allows it.
     pub pooling: bool,
     /// Where compiled components are cached (default: `cache/` in the data
@@ -181,6 +187,7 @@ impl Default for HostConfig {
             data_dir: PathBuf::from(".burrow"),
             synchronous: Synchronous::default(),
             max_awake: DEFAULT_MAX_AWAKE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             pooling: true,
             cache_dir: None,
         }

@@ -177,6 +177,10 @@ pub enum Error {
         /// The hook's message.
         message: String,
     },
+    /// A connection would pass a connection limit (of the instance, of
+    /// the host, or of instances with connections); the text names it.
+    #[error("too many connections: {0}")]
+    TooManyConnections(String),
 }
 
 impl Error {
@@ -203,6 +207,7 @@ impl Error {
             Error::NoSuchEvent { .. } => "no-such-event",
             Error::Conflict { .. } => "conflict",
             Error::ConnectionRefused { .. } => "connection-refused",
+            Error::TooManyConnections(_) => "too-many-connections",
         }
     }
 
@@ -225,7 +230,10 @@ impl Error {
             Error::ConnectionRefused { .. } => 403,
             Error::Failed { .. } => 422,
             Error::Trapped { .. } | Error::Storage { .. } => 500,
-            Error::Timeout { .. } | Error::Overloaded(_) | Error::ShuttingDown => 503,
+            Error::Timeout { .. }
+            | Error::Overloaded(_)
+            | Error::ShuttingDown
+            | Error::TooManyConnections(_) => 503,
         }
     }
 }

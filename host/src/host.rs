@@ -11,8 +11,8 @@ use wasmtime::Engine;
 
 use crate::capability;
 use crate::cell::{AwakeToken, Cell, Home, Origin};
-use crate::config::{HostConfig, MAX_ARGS_BYTES};
-use crate::connections::{Connection, Hub};
+use crate::config::{HostConfig, MAX_ARGS_BYTES, max_connected_instances};
+use crate::connections::{Connection, Hub, Limits};
 use crate::definition::{self, ActorDefinition};
 use crate::directory::{Address, Directory, QueuePlace, SlotState};
 use crate::engine::{self, EpochTicker};
@@ -800,7 +800,12 @@ impl Host {
         };
         // Registered first: the instance stays awake from here, and the
         // connect hook's own events reach the new connection.
-        let connection = self.inner.hub.connect(&address);
+        let limits = Limits {
+            per_instance: def.options.max_connections,
+            per_host: self.inner.config.max_connections,
+            instances: max_connected_instances(self.inner.config.max_awake),
+        };
+        let connection = self.inner.hub.connect(&address, limits)?;
         let id = connection.id;
         ConflictRetry::run(def.options.call_timeout, || {
             self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {

@@ -12,7 +12,7 @@
 //! | `GET /actors/{actor}/{key}/queue` | | 200 and the queue: policy, pending events, dead letters |
 //! | `POST /actors/{actor}/{key}/queue/dead-letters/{id}/requeue` | | 200 |
 //! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
-//! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses |
+//! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses; 503 `too-many-connections` past a connection limit |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
@@ -37,7 +37,7 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
-use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_SEND_WAIT};
+use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT};
 use crate::connections::Received;
 use crate::error::Error;
 use crate::host::Host;
@@ -401,18 +401,86 @@ async fn connect(
     })?;
     let params = query.params.unwrap_or_else(|| "null".into());
     let connection = host.connect(&actor, &key, &params).await?;
-    Ok(upgrade.on_upgrade(move |socket| serve_connection(host, actor, key, connection, socket)))
+    // From here the connect hook has committed: the disconnect hook runs
+    // whatever happens, also when the upgrade fails (the callback is then
+    // dropped, and the connection with it).
+    let open = OpenConnection {
+        host,
+        actor,
+        key,
+        connection: Some(connection),
+    };
+    let upgrade = upgrade
+        .read_buffer_size(MAX_CLIENT_MESSAGE_BYTES)
+        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
+        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
+        .write_buffer_size(0);
+    Ok(upgrade.on_upgrade(move |socket| serve_connection(open, socket)))
+}
+
+/// A connection whose connect hook committed. Its disconnect hook runs
+/// once, when it is closed, or (in a task of its own) when it is dropped
+/// unclosed: a failed upgrade, a task cancelled.
+struct OpenConnection {
+    host: Host,
+    actor: String,
+    key: String,
+    connection: Option<crate::connections::Connection>,
+}
+
+impl OpenConnection {
+    fn connection(&mut self) -> &mut crate::connections::Connection {
+        self.connection.as_mut().expect("open until closed")
+    }
+
+    /// Unregisters the connection and runs the disconnect hook.
+    async fn close(mut self) {
+        if let Some(connection) = self.connection.take() {
+            let id = connection.id;
+            drop(connection);
+            disconnect(&self.host, &self.actor, &self.key, id).await;
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        let Some(connection) = self.connection.take() else {
+            return;
+        };
+        let id = connection.id;
+        drop(connection);
+        let (host, actor, key) = (
+            self.host.clone(),
+            std::mem::take(&mut self.actor),
+            std::mem::take(&mut self.key),
+        );
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { disconnect(&host, &actor, &key, id).await });
+            }
+            Err(_) => tracing::warn!(
+                %actor, %key, connection = id,
+                "the disconnect hook cannot run: the runtime is gone"
+            ),
+        }
+    }
+}
+
+/// Runs the disconnect hook of connection `id`.
+async fn disconnect(host: &Host, actor: &str, key: &str, id: u64) {
+    match host.disconnect(actor, key, id).await {
+        Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
+        Err(e) => {
+            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
+        }
+    }
 }
 
 /// Sends the instance's events to one client until either side closes,
 /// then runs the disconnect hook.
-async fn serve_connection(
-    host: Host,
-    actor: String,
-    key: String,
-    mut connection: crate::connections::Connection,
-    mut socket: WebSocket,
-) {
+async fn serve_connection(mut open: OpenConnection, mut socket: WebSocket) {
+    let connection = open.connection();
     let id = connection.id;
     let hello = json!({ "connected": id }).to_string();
     if socket.send(Message::Text(hello.into())).await.is_ok() {
@@ -432,18 +500,14 @@ async fn serve_connection(
                     }
                 }
                 incoming = socket.recv() => match incoming {
-                    // Clients only listen; anything they send but a close is ignored.
+                    // Clients only listen; anything they send but a close is
+                    // ignored. A message past MAX_CLIENT_MESSAGE_BYTES is an
+                    // error: it ends the connection.
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
                     Some(Ok(_)) => {}
                 },
             }
         }
     }
-    drop(connection);
-    match host.disconnect(&actor, &key, id).await {
-        Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
-        Err(e) => {
-            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
-        }
-    }
+    open.close().await;
 }

@@ -18,6 +18,7 @@
 //! queue_max_attempts = 10     # optional, default 10, then dead letter
 //! queue_retry_base = "1s"     # optional, first retry after 1s, then doubling
 //! queue_retry_cap = "5m"      # optional, longest wait between attempts
+//! max_connections = 1000      # optional, client connections per instance
 //! ```
 //!
 //! Relative paths are relative to the manifest's directory; build commands
@@ -89,6 +90,7 @@ struct RawActor {
     queue_max_attempts: Option<u32>,
     queue_retry_base: Option<String>,
     queue_retry_cap: Option<String>,
+    max_connections: Option<usize>,
 }
 
 impl Manifest {
@@ -174,6 +176,9 @@ impl ActorSpec {
         if let Some(t) = raw.queue_retry_cap {
             options.queue_retry_cap =
                 parse_duration(&t).map_err(|e| anyhow!("queue_retry_cap: {e}"))?;
+        }
+        if let Some(n) = raw.max_connections {
+            options.max_connections = n;
         }
         Ok(ActorSpec {
             name: name.to_owned(),
