@@ -798,7 +798,7 @@ impl Cell {
     }
 
     async fn run_process(&mut self, event: &QueuedEvent) -> Result<String, Error> {
-        let during = format!("process of event {}", event.id);
+        let during = process_during(event.id);
         let wit_event = wit_event(event);
         let outcome = self
             .call(Mode::Process, &during, async |exports, store| {
@@ -822,7 +822,22 @@ impl Cell {
             Ok(result) => result,
             Err(Failure { code, message }) => return Err(self.failed(&during, &code, message)),
         };
-        queue_db::delete(&self.db().conn, event.id).map_err(|e| self.storage_error(e))?;
+        let deleted =
+            queue_db::delete(&self.db().conn, event.id).map_err(|e| self.storage_error(e))?;
+        if !deleted {
+            // Processed (or destroyed) meanwhile by another runner: this
+            // processing is rolled back whole.
+            tracing::warn!(
+                actor = %self.name().actor,
+                key = %self.name().key,
+                event = event.id,
+                "the event was no longer pending when its processing ended; rolled back"
+            );
+            return Err(Error::Conflict {
+                actor: self.name().actor.to_string(),
+                key: self.name().key.to_string(),
+            });
+        }
         Ok(result)
     }
 
@@ -990,6 +1005,12 @@ pub(crate) enum RunEnd {
     Again,
     /// A step met a concurrent call of the instance; run again shortly.
     Conflict,
+}
+
+/// What a failure of the `process` call of event `id` names as its
+/// `during`.
+pub(crate) fn process_during(id: i64) -> String {
+    format!("process of event {id}")
 }
 
 /// How long past its deadline a call may wait in a host call before it is

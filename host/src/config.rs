@@ -244,6 +244,13 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is too large"))
 }
 
+// Issue 12, runtime: the host's timer and its retries.
+
+/// Wait before the schedules of an instance whose schedule run could not
+/// start or failed (its database cannot be opened, the host is
+/// overloaded) are tried again; meanwhile the timer serves the others.
+pub const SCHEDULE_RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

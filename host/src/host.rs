@@ -11,7 +11,9 @@ use wasmtime::Engine;
 
 use crate::capability;
 use crate::cell::{AwakeToken, Cell, Home, Origin};
-use crate::config::{HostConfig, MAX_ARGS_BYTES, max_connected_instances};
+use crate::config::{
+    HostConfig, MAX_ARGS_BYTES, SCHEDULE_RETRY_AFTER_ERROR, max_connected_instances,
+};
 use crate::connections::{Connection, Hub, Limits};
 use crate::definition::{self, ActorDefinition};
 use crate::directory::{Address, Directory, QueuePlace, SlotState};
@@ -21,6 +23,7 @@ use crate::inspect::{self, Inspection};
 use crate::instance_state::InstanceName;
 use crate::instance_state::InstanceState;
 use crate::manifest::ActorSpec;
+use crate::presence::{Lease, Presence};
 use crate::queue::pump::Pump;
 use crate::queue::waiters::Waiters;
 use crate::storage::index::Index;
@@ -52,6 +55,8 @@ pub(crate) struct Inner {
     schedule_runs: Mutex<HashSet<Address>>,
     /// Client connections and their events.
     pub(crate) hub: Arc<Hub>,
+    /// The background work on each instance, which destroy waits for.
+    pub(crate) presence: Presence,
     _ticker: EpochTicker,
 }
 
@@ -90,6 +95,7 @@ impl Host {
             drivers: Default::default(),
             schedule_runs: Mutex::new(HashSet::new()),
             hub: Arc::new(Hub::default()),
+            presence: Presence::default(),
         });
         tokio::spawn(reap_idle(Arc::downgrade(&inner)));
         // Also resumes, right away, the queues left pending by the last run.
@@ -175,19 +181,36 @@ impl Host {
     }
 
     /// Runs the instance's destroy hook and deletes its data.
+    ///
+    /// In this order: the address is closed to background work (no queue
+    /// pump, workflow driver, schedule run or connection starts for it);
+    /// the running ones are stopped and awaited, so that no connection to
+    /// the old files is left; then, holding the instance's slot, the hook
+    /// runs and the files and the index row are deleted. When this
+    /// returns, nothing of the old instance runs, and the next call starts
+    /// a new, empty instance.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), Error> {
         let def = self.resolve(actor, key)?;
+        let no_such_instance = || Error::NoSuchInstance {
+            actor: actor.into(),
+            key: key.into(),
+        };
         if !self.inner.data.instance_exists(actor, key) {
-            return Err(Error::NoSuchInstance {
-                actor: actor.into(),
-                key: key.into(),
-            });
+            return Err(no_such_instance());
         }
         let address = Address {
             actor: def.name.clone(),
             key: key.into(),
         };
-        self.stop_pump(&address).await;
+        let closed = self
+            .inner
+            .presence
+            .close(&address, async || {
+                self.stop_pump(&address).await;
+                self.inner.hub.close(&address);
+            })
+            .await;
+        // Connections whose connect hook ran meanwhile.
         self.inner.hub.close(&address);
         loop {
             let slot = self
@@ -198,6 +221,10 @@ impl Host {
             let mut state = slot.state.lock().await;
             if matches!(*state, SlotState::Retired) {
                 continue;
+            }
+            // Destroyed by another destroy meanwhile.
+            if !self.inner.data.instance_exists(actor, key) {
+                return Err(no_such_instance());
             }
             let cell = match std::mem::replace(&mut *state, SlotState::Retired) {
                 SlotState::Awake(cell) if !cell.is_broken() => Some(cell),
@@ -225,8 +252,11 @@ impl Host {
                 .data
                 .remove_instance(actor, key)
                 .and_then(|()| Ok(self.inner.index.remove(actor, key)?));
-            self.inner.directory.remove(&slot);
             self.inner.waiters.forget_instance(actor, key);
+            // Open to background work again before a caller can make a
+            // new instance: its first append starts a pump at once.
+            drop(closed);
+            self.inner.directory.remove(&slot);
             return removed.map_err(|e| Error::Storage {
                 actor: actor.into(),
                 key: key.into(),
@@ -307,6 +337,14 @@ impl Host {
         };
         let path = self.inner.data.instance_path(&address.actor, &address.key);
         let existed = path.exists();
+        if !existed {
+            // A destroy cut short (a crash between its deletions) can leave
+            // the WAL of the old instance: it must not meet the new one.
+            let _ = self
+                .inner
+                .data
+                .remove_instance(&address.actor, &address.key);
+        }
         let token = AwakeToken::new(&self.inner.awake);
         let home = Home {
             name,
@@ -515,6 +553,14 @@ impl ConflictRetry {
 /// How often the host looks for queues whose next event has come due.
 const QUEUE_TIMER_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How many instances of each kind (queues, workflows, schedules) the
+/// timer starts at one turn: half of `max_awake`, and at least one, so
+/// that background work makes progress at any `max_awake` while callers
+/// keep room to wake instances.
+pub(crate) fn timer_budget(max_awake: usize) -> usize {
+    (max_awake / 2).max(1)
+}
+
 impl Host {
     /// Makes sure the queue of `address` is being processed: wakes its
     /// pump, or starts one.
@@ -527,7 +573,11 @@ impl Host {
             pump.kick();
             return;
         }
-        let pump = Pump::start(self.clone(), def.clone(), address.clone());
+        // None while the instance is destroyed: its queue goes with it.
+        let Some(lease) = self.inner.presence.lease(address) else {
+            return;
+        };
+        let pump = Pump::start(self.clone(), def.clone(), address.clone(), lease);
         pumps.insert(address.clone(), pump);
     }
 
@@ -568,10 +618,6 @@ impl Host {
         self.inner.data.instance_path(&address.actor, &address.key)
     }
 
-    pub(crate) fn pumping(&self) -> usize {
-        self.inner.pumps.lock().unwrap().len()
-    }
-
     pub(crate) fn pump_error(&self, address: &Address) -> Option<String> {
         self.inner
             .pumps
@@ -608,6 +654,13 @@ impl Host {
 /// Starts the pumps of queues whose next event has come due, the drivers
 /// of workflows whose wait is over, and the runs of due schedules: at
 /// start (what a previous run left), and after retry backoffs and sleeps.
+///
+/// At every turn it starts, of each kind, up to [`timer_budget`] of the
+/// instances due longest, leaving out those whose work of that kind is
+/// running already and those of actors not in the manifest (their marks
+/// wait for the actor to come back). Whatever else runs, each due
+/// instance thus gets its turn in order of its due time; a run that
+/// cannot start or fails moves its mark later, so it holds nobody back.
 async fn wake_due_queues(inner: Weak<Inner>) {
     loop {
         let Some(strong) = inner.upgrade() else {
@@ -617,55 +670,61 @@ async fn wake_due_queues(inner: Weak<Inner>) {
             return;
         }
         let host = Host { inner: strong };
-        // Leave room for instances that callers wake.
-        let room = (host.max_awake() / 2).saturating_sub(host.pumping());
-        if room > 0 {
-            match host.inner.index.due(now_ms(), room) {
-                Ok(due) => {
-                    for (actor, key) in due {
-                        let Some(def) = host.definition(&actor) else {
-                            continue;
-                        };
-                        let address = Address {
-                            actor: def.name.clone(),
-                            key: key.into(),
-                        };
-                        host.kick(&def, &address);
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot read the queue marks"),
-            }
-            match host.inner.index.due_workflows(now_ms(), room) {
-                Ok(due) => {
-                    for (actor, key) in due {
-                        let Some(def) = host.definition(&actor) else {
-                            continue;
-                        };
-                        host.drive_workflow(Address {
-                            actor: def.name.clone(),
-                            key: key.into(),
-                        });
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot read the workflow marks"),
-            }
-            match host.inner.index.due_schedules(now_ms(), room) {
-                Ok(due) => {
-                    for (actor, key) in due {
-                        let Some(def) = host.definition(&actor) else {
-                            continue;
-                        };
-                        host.run_schedules(Address {
-                            actor: def.name.clone(),
-                            key: key.into(),
-                        });
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot read the schedule marks"),
-            }
+        let budget = timer_budget(host.max_awake());
+        let actors = host.actors();
+        let now = now_ms();
+        let index = &host.inner.index;
+        let running: HashSet<Address> = host.inner.pumps.lock().unwrap().keys().cloned().collect();
+        let due = index.due(now, &actors, budget + running.len());
+        for address in host.due_addresses(due, &running, budget, "queue") {
+            let def = host
+                .definition(&address.actor)
+                .expect("defined actors only");
+            host.kick(&def, &address);
+        }
+        let running = host.inner.drivers.running();
+        let due = index.due_workflows(now, &actors, budget + running.len());
+        for address in host.due_addresses(due, &running, budget, "workflow") {
+            host.drive_workflow(address);
+        }
+        let running = host.inner.schedule_runs.lock().unwrap().clone();
+        let due = index.due_schedules(now, &actors, budget + running.len());
+        for address in host.due_addresses(due, &running, budget, "schedule") {
+            host.run_schedules(address);
         }
         drop(host);
         tokio::time::sleep(QUEUE_TIMER_INTERVAL).await;
+    }
+}
+
+impl Host {
+    /// The first `budget` of `due` (as the index gave them, earliest
+    /// first) that are not `running`.
+    fn due_addresses(
+        &self,
+        due: rusqlite::Result<Vec<(String, String)>>,
+        running: &HashSet<Address>,
+        budget: usize,
+        kind: &str,
+    ) -> Vec<Address> {
+        let due = match due {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the {kind} marks");
+                return Vec::new();
+            }
+        };
+        due.into_iter()
+            .filter_map(|(actor, key)| {
+                let def = self.definition(&actor)?;
+                Some(Address {
+                    actor: def.name.clone(),
+                    key: key.into(),
+                })
+            })
+            .filter(|address| !running.contains(address))
+            .take(budget)
+            .collect()
     }
 }
 
@@ -725,6 +784,9 @@ impl Host {
     /// Runs the due schedules of `address` in a task of their own, unless
     /// that task is running already.
     fn run_schedules(&self, address: Address) {
+        let Some(lease) = self.inner.presence.lease(&address) else {
+            return;
+        };
         if !self
             .inner
             .schedule_runs
@@ -736,14 +798,18 @@ impl Host {
         }
         let host = self.clone();
         tokio::spawn(async move {
-            host.run_due_schedules(&address).await;
+            host.run_due_schedules(&address, &lease).await;
             host.inner.schedule_runs.lock().unwrap().remove(&address);
+            drop(lease);
         });
     }
 
-    async fn run_due_schedules(&self, address: &Address) {
+    async fn run_due_schedules(&self, address: &Address, lease: &Lease) {
         let (actor, key) = (&*address.actor, &*address.key);
         loop {
+            if lease.is_closing() {
+                return;
+            }
             let ran = self
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
                     cell.run_due_schedules(SCHEDULE_BATCH).await
@@ -763,9 +829,20 @@ impl Host {
                     }
                     return;
                 }
-                // The mark stays: the timer tries again.
+                // Met a call of the instance: the timer tries again.
+                Err(Error::Conflict { .. }) => return,
+                // Tried again later, not at every turn of the timer: the
+                // instance does not hold the front of the due list.
                 Err(e) => {
-                    tracing::warn!(actor, key, error = %e, "cannot run the due schedules");
+                    tracing::warn!(actor, key, error = %e, "cannot run the due schedules; they are tried again later");
+                    let at = now_ms() + SCHEDULE_RETRY_AFTER_ERROR.as_millis() as i64;
+                    let later = self
+                        .inner
+                        .index
+                        .set_schedule_mark_from(actor, key, || Ok::<_, ()>(Some(at)));
+                    if let Err(e) = later {
+                        tracing::warn!(actor, key, error = %e, "cannot move the schedule mark");
+                    }
                     return;
                 }
             }
@@ -807,10 +884,19 @@ impl Host {
         };
         let connection = self.inner.hub.connect(&address, limits)?;
         let id = connection.id;
-        ConflictRetry::run(def.options.call_timeout, || {
+        ConflictRetry::run(def.options.call_timeout, || async {
+            // While the instance is destroyed, wait: the connection is to
+            // the instance that comes after.
+            let Some(_lease) = self.inner.presence.lease(&address) else {
+                return Err(Error::Conflict {
+                    actor: actor.into(),
+                    key: key.into(),
+                });
+            };
             self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
                 cell.connect(id, params).await
             })
+            .await
         })
         .await?;
         Ok(connection)
@@ -818,6 +904,15 @@ impl Host {
 
     /// Runs the disconnect hook of connection `id` (already dropped).
     pub(crate) async fn disconnect(&self, actor: &str, key: &str, id: u64) -> Result<(), Error> {
+        let def = self.resolve(actor, key)?;
+        let address = Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        };
+        // The instance is being destroyed: the hook goes with it.
+        let Some(_lease) = self.inner.presence.lease(&address) else {
+            return Ok(());
+        };
         ConflictRetry::run(self.call_timeout(actor), || {
             self.with_cell(actor, key, Origin::MustExist, async |cell| {
                 cell.disconnect(id).await

@@ -64,6 +64,7 @@ pub mod http;
 mod inspect;
 mod instance_state;
 pub mod manifest;
+mod presence;
 pub mod queue;
 mod storage;
 pub mod workflow;

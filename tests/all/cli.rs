@@ -835,3 +835,149 @@ fn kill_9_while_schedules_come_due_runs_each_once() {
     eprintln!("notes at each kill: {progress:?}");
     server.unwrap().stop();
 }
+
+/// What one key's writer knows of its instance: the generation it writes
+/// (one per creation), the notes acknowledged in it, and, while a destroy
+/// is unanswered, the notes of the generation being destroyed.
+#[derive(Default, Clone)]
+struct Generations {
+    generation: u32,
+    acked: Vec<String>,
+    destroying: Option<(u32, Vec<String>)>,
+}
+
+/// Destroys and re-creates the instance of `key` and writes notes into
+/// each new one, until a request fails (the server was killed).
+async fn destroy_and_write(
+    client: burrow::client::Client,
+    key: String,
+    log: std::sync::Arc<std::sync::Mutex<Generations>>,
+) {
+    loop {
+        let generation = {
+            let mut log = log.lock().unwrap();
+            log.destroying = Some((log.generation, log.acked.clone()));
+            log.generation
+        };
+        if client.destroy("talk-probe", &key).await.is_err() {
+            return;
+        }
+        {
+            let mut log = log.lock().unwrap();
+            log.generation = generation + 1;
+            log.acked.clear();
+            log.destroying = None;
+        }
+        for n in 0..4 {
+            let note = format!("g{}-{n}", generation + 1);
+            let args = json!([note]).to_string();
+            if client
+                .call("talk-probe", &key, "note", &args)
+                .await
+                .is_err()
+            {
+                return;
+            }
+            log.lock().unwrap().acked.push(note);
+        }
+    }
+}
+
+/// The generation a note was written in.
+fn generation_of(note: &str) -> u32 {
+    note[1..note.find('-').unwrap()].parse().unwrap()
+}
+
+/// Checks what survived of `key` against what its writer knew; returns
+/// the writer's state for the next round.
+fn check_generations(key: &str, notes: &[String], known: &Generations) -> Generations {
+    let generations: std::collections::BTreeSet<u32> =
+        notes.iter().map(|n| generation_of(n)).collect();
+    assert!(generations.len() <= 1, "{key} mixes generations: {notes:?}");
+    let written = |generation: u32, count: usize| -> Vec<String> {
+        (0..count).map(|n| format!("g{generation}-{n}")).collect()
+    };
+    match generations.first() {
+        None => assert!(
+            known.destroying.is_some() || known.acked.is_empty(),
+            "{key} lost its acknowledged notes {:?}",
+            known.acked
+        ),
+        Some(&generation) if generation == known.generation => {
+            // At most one note more than acknowledged: the one in flight.
+            assert!(
+                notes.len() <= known.acked.len() + 1
+                    && notes[..known.acked.len().min(notes.len())] == known.acked[..]
+                    && notes == written(generation, notes.len()).as_slice(),
+                "{key}: acknowledged {:?}, found {notes:?}",
+                known.acked
+            );
+        }
+        Some(&generation) => {
+            let Some((old, old_notes)) = &known.destroying else {
+                panic!("{key}: generation {generation} came back: {notes:?}");
+            };
+            assert!(
+                generation == *old && notes == old_notes.as_slice(),
+                "{key}: the destroyed instance is not intact: {old_notes:?} became {notes:?}"
+            );
+        }
+    }
+    let generation = generations.first().copied().unwrap_or(known.generation + 1);
+    Generations {
+        generation: generation.max(known.generation),
+        acked: notes.to_vec(),
+        destroying: None,
+    }
+}
+
+#[test]
+fn kill_9_during_destroy_and_re_create_leaves_each_instance_old_or_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_talk_manifest(dir.path());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut server = Serve::start(&manifest);
+    let keys: Vec<String> = (0..4).map(|n| format!("k{n}")).collect();
+    let mut known: Vec<Generations> = vec![Generations::default(); keys.len()];
+    let mut mid_destroy = 0;
+    for (round, pause) in [120u64, 260, 180, 330, 90, 240, 150, 300, 210, 170]
+        .into_iter()
+        .enumerate()
+    {
+        let client = burrow::client::Client::new(&server.url);
+        let logs: Vec<_> = known
+            .iter()
+            .map(|k| std::sync::Arc::new(std::sync::Mutex::new(k.clone())))
+            .collect();
+        let writers: Vec<_> = keys
+            .iter()
+            .zip(&logs)
+            .map(|(key, log)| {
+                runtime.spawn(destroy_and_write(client.clone(), key.clone(), log.clone()))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(pause));
+        server = server.kill_9_and_restart(&manifest);
+        for writer in writers {
+            runtime.block_on(writer).unwrap();
+        }
+        for ((key, log), known) in keys.iter().zip(&logs).zip(known.iter_mut()) {
+            let log = log.lock().unwrap().clone();
+            mid_destroy += usize::from(log.destroying.is_some());
+            let out = burrow(
+                &manifest,
+                &["call", "talk-probe", key, "notes", "--url", &server.url],
+            );
+            assert!(out.status.success(), "round {round}: {out:?}");
+            let notes: Vec<String> = serde_json::from_str(&stdout(&out)).unwrap();
+            *known = check_generations(key, &notes, &log);
+        }
+    }
+    eprintln!("kills during an unanswered destroy: {mid_destroy}");
+    assert!(mid_destroy >= 3, "too few kills landed during a destroy");
+    server.stop();
+}

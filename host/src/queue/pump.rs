@@ -35,6 +35,7 @@ use crate::definition::ActorDefinition;
 use crate::directory::Address;
 use crate::error::Error;
 use crate::host::{ConflictRetry, Host};
+use crate::presence::Lease;
 use crate::queue::waiters::EventOutcome;
 use crate::queue::{QueueMode, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::now_ms;
@@ -69,7 +70,13 @@ struct Shared {
 }
 
 impl Pump {
-    pub(crate) fn start(host: Host, def: Arc<ActorDefinition>, address: Address) -> Pump {
+    /// Starts the pump of `address`; it holds `lease` until it ends.
+    pub(crate) fn start(
+        host: Host,
+        def: Arc<ActorDefinition>,
+        address: Address,
+        lease: Lease,
+    ) -> Pump {
         let id = NEXT_PUMP_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::default());
         let (stop, stopped) = watch::channel(false);
@@ -84,6 +91,7 @@ impl Pump {
             main_busy: false,
             workers: Vec::new(),
             reader: None,
+            _lease: lease,
         };
         let task = tokio::spawn(run.run(stopped));
         Pump {
@@ -137,7 +145,9 @@ enum Finished {
     Failed(String, AfterFailure),
     /// Met a concurrent call; not an attempt. The event is picked again.
     Conflict,
-    /// The instance is gone (destroyed) or cannot start.
+    /// The instance is gone (destroyed), cannot start, or the host failed
+    /// (overloaded, storage): not an attempt. The pump ends and tries
+    /// again after the retry wait.
     Stuck(Error),
 }
 
@@ -161,6 +171,8 @@ struct Run {
     workers: Vec<Cell>,
     /// A read-only connection that sees what is committed.
     reader: Option<Connection>,
+    /// Returned when the pump and every connection of it are gone.
+    _lease: Lease,
 }
 
 impl Run {
@@ -613,7 +625,7 @@ async fn process(
                     tokio::time::sleep(CONFLICT_PAUSE).await;
                     Finished::Conflict
                 }
-                Err(e @ (Error::NoSuchInstance { .. } | Error::ShuttingDown)) => Finished::Stuck(e),
+                Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
                 Err(e) => {
                     let error = e.to_string();
                     match host
@@ -640,6 +652,7 @@ async fn process(
                     tokio::time::sleep(CONFLICT_PAUSE).await;
                     Finished::Conflict
                 }
+                Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
                 Err(e) => {
                     let error = e.to_string();
                     let mut recorded = cell.record_failure(id, &error, &def.options);
@@ -659,6 +672,19 @@ async fn process(
                 finished,
             }
         }
+    }
+}
+
+/// Whether `e`, the failure of processing event `id`, is a failed attempt
+/// of the event: a failure of the guest's own `process` (an error, a trap,
+/// its deadline). The host's own failures (overloaded, the instance cannot
+/// start, storage, a conflict) are not: the event never ran.
+fn is_attempt(e: &Error, id: i64) -> bool {
+    match e {
+        Error::Failed { during, .. }
+        | Error::Trapped { during, .. }
+        | Error::Timeout { during, .. } => *during == crate::cell::process_during(id),
+        _ => false,
     }
 }
 
@@ -701,4 +727,53 @@ fn open_reader(path: &std::path::Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(DB_BUSY_TIMEOUT)?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_failures_of_the_events_own_process_are_attempts() {
+        let (actor, key) = (String::from("a"), String::from("k"));
+        let failed = |during: String| Error::Failed {
+            actor: actor.clone(),
+            key: key.clone(),
+            during,
+            code: "planned".into(),
+            message: String::new(),
+        };
+        assert!(is_attempt(&failed(crate::cell::process_during(7)), 7));
+        let timeout = Error::Timeout {
+            actor: actor.clone(),
+            key: key.clone(),
+            during: crate::cell::process_during(7),
+            timeout_ms: 10,
+        };
+        assert!(is_attempt(&timeout, 7));
+        // The instance's start failed: `process` never ran.
+        assert!(!is_attempt(&failed("hook wake".into()), 7));
+        assert!(!is_attempt(&failed(crate::cell::process_during(8)), 7));
+        let host_own = [
+            Error::Overloaded("all 1 awake instances are busy".into()),
+            Error::Conflict {
+                actor: actor.clone(),
+                key: key.clone(),
+            },
+            Error::Storage {
+                actor: actor.clone(),
+                key: key.clone(),
+                message: "disk I/O error".into(),
+            },
+            Error::Trapped {
+                actor: actor.clone(),
+                key: key.clone(),
+                during: "instantiation".into(),
+                message: "maximum concurrent limit reached".into(),
+            },
+        ];
+        for e in host_own {
+            assert!(!is_attempt(&e, 7), "{e}");
+        }
+    }
 }

@@ -39,6 +39,13 @@
 //! workflow commits, and afterwards only by the workflow's driver, from the
 //! run's outcome. An early or stale mark costs a replay that finds nothing
 //! to do; a mark for an instance that does not exist is cleared.
+//!
+//! # Reading due marks
+//!
+//! The host's timer reads due marks earliest first, only for the actors in
+//! the manifest: marks of an actor that was removed are neither read (they
+//! would hold the front of the list for good) nor lost (they are served
+//! when the actor comes back).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -174,18 +181,21 @@ impl Index {
         )
     }
 
-    /// Instances with a schedule due at or before `now`, earliest first,
-    /// at most `limit`.
+    /// Instances of `actors` with a schedule due at or before `now`,
+    /// earliest first, at most `limit`.
     pub(crate) fn due_schedules(
         &self,
         now: i64,
+        actors: &[String],
         limit: usize,
     ) -> rusqlite::Result<Vec<(String, String)>> {
         self.due_by(
             "SELECT actor, key FROM instances
              WHERE schedule_due_at IS NOT NULL AND schedule_due_at <= ?
+                 AND actor IN (SELECT value FROM json_each(?))
              ORDER BY schedule_due_at LIMIT ?",
             now,
+            actors,
             limit,
         )
     }
@@ -266,37 +276,58 @@ impl Index {
         Ok(())
     }
 
-    /// Instances whose workflow mark is at or before `now`, earliest first,
-    /// at most `limit`.
+    /// Instances of `actors` whose workflow mark is at or before `now`,
+    /// earliest first, at most `limit`.
     pub(crate) fn due_workflows(
         &self,
         now: i64,
+        actors: &[String],
         limit: usize,
     ) -> rusqlite::Result<Vec<(String, String)>> {
         self.due_by(
             "SELECT actor, key FROM instances
              WHERE workflow_due_at IS NOT NULL AND workflow_due_at <= ?
+                 AND actor IN (SELECT value FROM json_each(?))
              ORDER BY workflow_due_at LIMIT ?",
             now,
+            actors,
             limit,
         )
     }
 
-    /// Runs `sql`, a query of (actor, key) due at `now`, at most `limit`.
-    fn due_by(&self, sql: &str, now: i64, limit: usize) -> rusqlite::Result<Vec<(String, String)>> {
+    /// Runs `sql`, a query of (actor, key) due at `now` among `actors`,
+    /// at most `limit`.
+    fn due_by(
+        &self,
+        sql: &str,
+        now: i64,
+        actors: &[String],
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(String, String)>> {
+        let actors = serde_json::to_string(actors).expect("names serialize");
         let conn = self.conn.lock().unwrap();
         let mut stmt = conn.prepare_cached(sql)?;
-        stmt.query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+        stmt.query_map(params![now, actors, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect()
     }
 
-    /// Instances whose mark is at or before `now`, earliest first, at most `limit`.
-    pub(crate) fn due(&self, now: i64, limit: usize) -> rusqlite::Result<Vec<(String, String)>> {
+    /// Instances of `actors` whose queue mark is at or before `now`,
+    /// earliest first, at most `limit`.
+    pub(crate) fn due(
+        &self,
+        now: i64,
+        actors: &[String],
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(String, String)>> {
         self.due_by(
             "SELECT actor, key FROM instances
              WHERE queue_due_at IS NOT NULL AND queue_due_at <= ?
+                 AND actor IN (SELECT value FROM json_each(?))
              ORDER BY queue_due_at LIMIT ?",
             now,
+            actors,
             limit,
         )
     }
@@ -305,6 +336,29 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn actors() -> Vec<String> {
+        vec!["a".into(), "w".into()]
+    }
+
+    #[test]
+    fn marks_of_actors_left_out_are_neither_read_nor_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
+        for (actor, at) in [("gone", 1), ("a", 5)] {
+            index
+                .lower_marks_around(actor, "k", Some(at), Some(at), || Ok::<_, ()>(()))
+                .unwrap()
+                .unwrap();
+            index.mark_new_workflow(actor, "k", at).unwrap();
+        }
+        let only_a = [("a".to_string(), "k".to_string())];
+        assert_eq!(index.due(10, &actors(), 1).unwrap(), only_a);
+        assert_eq!(index.due_schedules(10, &actors(), 1).unwrap(), only_a);
+        assert_eq!(index.due_workflows(10, &actors(), 1).unwrap(), only_a);
+        let all = ["gone".to_string(), "a".to_string()];
+        assert_eq!(index.due(10, &all, 5).unwrap().len(), 2, "kept");
+    }
 
     #[test]
     fn the_index_follows_the_synchronous_setting() {
@@ -334,16 +388,21 @@ mod tests {
         index.mark_new_workflow("w", "k", 10).unwrap();
         index.insert("w", "k", 10).unwrap();
         assert_eq!(
-            index.due_workflows(10, 5).unwrap(),
+            index.due_workflows(10, &actors(), 5).unwrap(),
             [("w".into(), "k".into())]
         );
         index.set_workflow_mark("w", "k", Some(100)).unwrap();
-        assert!(index.due_workflows(99, 5).unwrap().is_empty());
-        assert_eq!(index.due_workflows(100, 5).unwrap().len(), 1);
+        assert!(index.due_workflows(99, &actors(), 5).unwrap().is_empty());
+        assert_eq!(index.due_workflows(100, &actors(), 5).unwrap().len(), 1);
         index.set_workflow_mark("w", "k", None).unwrap();
-        assert!(index.due_workflows(i64::MAX, 5).unwrap().is_empty());
+        assert!(
+            index
+                .due_workflows(i64::MAX, &actors(), 5)
+                .unwrap()
+                .is_empty()
+        );
         // The queue mark is separate.
-        assert!(index.due(i64::MAX, 5).unwrap().is_empty());
+        assert!(index.due(i64::MAX, &actors(), 5).unwrap().is_empty());
         // A destroyed instance does not come back through a late mark.
         index.remove("w", "k").unwrap();
         index.set_workflow_mark("w", "k", Some(5)).unwrap();
@@ -363,28 +422,33 @@ mod tests {
         };
         lower(None, Some(500));
         lower(None, Some(700));
-        assert!(index.due_schedules(499, 10).unwrap().is_empty());
-        assert_eq!(index.due_schedules(500, 10).unwrap().len(), 1);
+        assert!(index.due_schedules(499, &actors(), 10).unwrap().is_empty());
+        assert_eq!(index.due_schedules(500, &actors(), 10).unwrap().len(), 1);
         assert!(
-            index.due(i64::MAX, 10).unwrap().is_empty(),
+            index.due(i64::MAX, &actors(), 10).unwrap().is_empty(),
             "the queue mark is apart"
         );
         lower(Some(5), None);
-        assert_eq!(index.due(5, 10).unwrap().len(), 1);
+        assert_eq!(index.due(5, &actors(), 10).unwrap().len(), 1);
         assert!(
-            index.due_schedules(499, 10).unwrap().is_empty(),
+            index.due_schedules(499, &actors(), 10).unwrap().is_empty(),
             "kept by a queue append"
         );
         index
             .set_schedule_mark_from("a", "k", || Ok::<_, ()>(Some(900)))
             .unwrap()
             .unwrap();
-        assert!(index.due_schedules(899, 10).unwrap().is_empty());
+        assert!(index.due_schedules(899, &actors(), 10).unwrap().is_empty());
         index
             .set_schedule_mark_from("a", "k", || Ok::<_, ()>(None))
             .unwrap()
             .unwrap();
-        assert!(index.due_schedules(i64::MAX, 10).unwrap().is_empty());
+        assert!(
+            index
+                .due_schedules(i64::MAX, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
         // The runner never brings back a destroyed instance.
         index.remove("a", "k").unwrap();
         index
@@ -399,7 +463,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
         index.insert("a", "k", 1).unwrap();
-        assert!(index.due(i64::MAX, 10).unwrap().is_empty());
+        assert!(index.due(i64::MAX, &actors(), 10).unwrap().is_empty());
         index
             .lower_marks_around("a", "k", Some(50), None, || Ok::<_, ()>(()))
             .unwrap()
@@ -408,21 +472,24 @@ mod tests {
             .lower_marks_around("a", "k", Some(70), None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
-        assert!(index.due(49, 10).unwrap().is_empty());
-        assert_eq!(index.due(50, 10).unwrap(), [("a".into(), "k".into())]);
+        assert!(index.due(49, &actors(), 10).unwrap().is_empty());
+        assert_eq!(
+            index.due(50, &actors(), 10).unwrap(),
+            [("a".into(), "k".into())]
+        );
         index
             .set_mark_from("a", "k", || Ok::<_, ()>(Some(90)))
             .unwrap()
             .unwrap();
-        assert!(index.due(89, 10).unwrap().is_empty());
+        assert!(index.due(89, &actors(), 10).unwrap().is_empty());
         index.insert("a", "k", 1).unwrap();
         assert_eq!(
-            index.due(90, 10).unwrap().len(),
+            index.due(90, &actors(), 10).unwrap().len(),
             1,
             "a re-insert keeps the mark"
         );
         index.clear_mark("a", "k").unwrap();
-        assert!(index.due(i64::MAX, 10).unwrap().is_empty());
+        assert!(index.due(i64::MAX, &actors(), 10).unwrap().is_empty());
         // An append to an instance not yet indexed makes its row.
         index
             .lower_marks_around("b", "k", Some(5), None, || Ok::<_, ()>(()))

@@ -118,11 +118,13 @@ pub(crate) fn append(
     Ok(conn.last_insert_rowid())
 }
 
-/// Deletes a processed event.
-pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<()> {
-    conn.prepare("DELETE FROM _burrow_queue WHERE id = ?")?
+/// Deletes a processed event; returns whether it was pending (a second
+/// deletion of the same event deletes nothing).
+pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+    let deleted = conn
+        .prepare("DELETE FROM _burrow_queue WHERE id = ?")?
         .execute([id])?;
-    Ok(())
+    Ok(deleted == 1)
 }
 
 /// What became of a failed event.
@@ -163,7 +165,7 @@ pub(crate) fn record_failure(
              FROM _burrow_queue WHERE id = ?",
         )?
         .execute(params![failed, now, error, id])?;
-        delete(conn, id)?;
+        delete(conn, id)?; // pending: read above, in this transaction
         return Ok(AfterFailure::DeadLettered);
     }
     let at = retry_at(failed);
@@ -401,6 +403,14 @@ mod tests {
 
     fn types(events: &[QueuedEvent]) -> Vec<&str> {
         events.iter().map(|e| e.event_type.as_str()).collect()
+    }
+
+    #[test]
+    fn an_event_is_deleted_once() {
+        let conn = queue();
+        let id = push(&conn, "a", 0, None, 1);
+        assert!(delete(&conn, id).unwrap());
+        assert!(!delete(&conn, id).unwrap(), "a second deletion is told apart");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::cell::{Origin, RunEnd};
 use crate::directory::Address;
 use crate::error::Error;
 use crate::host::{Host, Inner};
+use crate::presence::Lease;
 use crate::storage::instance_db::now_ms;
 pub use crate::storage::workflow::{
     EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus,
@@ -51,6 +52,13 @@ pub(crate) struct Drivers {
     kicked: Mutex<HashSet<Address>>,
 }
 
+impl Drivers {
+    /// The instances whose workflow has a driver now.
+    pub(crate) fn running(&self) -> HashSet<Address> {
+        self.running.lock().unwrap().clone()
+    }
+}
+
 impl Host {
     /// Makes sure the workflow of (`actor`, `key`) is being driven. The
     /// workflow mark is set to now first, so that a crash before the run
@@ -59,6 +67,10 @@ impl Host {
         if self.is_shutting_down() {
             return;
         }
+        // None while the instance is destroyed.
+        let Some(lease) = self.inner.presence.lease(&address) else {
+            return;
+        };
         if !self
             .inner
             .drivers
@@ -84,10 +96,11 @@ impl Host {
         // without waiting for the driver's next wake-up.
         let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            drive(&inner, &address).await;
+            drive(&inner, &address, &lease).await;
             if let Some(inner) = inner.upgrade() {
                 inner.drivers.running.lock().unwrap().remove(&address);
             }
+            drop(lease);
         });
     }
 
@@ -102,9 +115,13 @@ impl Host {
 
 /// Runs the workflow of `address` until it finishes or waits longer than
 /// [`STAY_FOR`], then records its mark.
-async fn drive(inner: &Weak<Inner>, address: &Address) {
+async fn drive(inner: &Weak<Inner>, address: &Address, lease: &Lease) {
     let (actor, key) = (&*address.actor, &*address.key);
     loop {
+        // The instance is being destroyed: its workflow goes with it.
+        if lease.is_closing() {
+            return;
+        }
         let Some(inner) = inner.upgrade() else {
             return;
         };
@@ -125,7 +142,10 @@ async fn drive(inner: &Weak<Inner>, address: &Address) {
             Ok(RunEnd::Again) => continue,
             Ok(RunEnd::Conflict) => {
                 drop(host);
-                tokio::time::sleep(CONFLICT_PAUSE).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(CONFLICT_PAUSE) => {}
+                    _ = lease.closing() => return,
+                }
                 continue;
             }
             Ok(RunEnd::Wait(at)) => {
@@ -133,7 +153,10 @@ async fn drive(inner: &Weak<Inner>, address: &Address) {
                 let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
                 if wait <= STAY_FOR && marked.is_ok() {
                     drop(host);
-                    tokio::time::sleep(wait).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = lease.closing() => return,
+                    }
                     continue;
                 }
                 marked
