@@ -21,6 +21,7 @@ mod logging;
 mod queue;
 mod sandbox;
 mod sandbox_limits;
+mod sandbox_names;
 mod schedules;
 mod transactions;
 mod workflow;
