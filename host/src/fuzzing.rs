@@ -309,14 +309,14 @@ impl ImportSession {
         // ...nor touch the instance record.
         let record: (String, String, i64) = conn
             .query_row(
-                "SELECT actor, key, created_at FROM _burrow_instance WHERE id = 1",
+                "SELECT actor, key, created_at FROM main._burrow_instance WHERE id = 1",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .expect("the instance record is readable");
         assert_eq!(record, ("fuzz".into(), "key".into(), 1));
         let pending: i64 = conn
-            .query_row("SELECT count(*) FROM _burrow_queue", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM main._burrow_queue", [], |r| r.get(0))
             .expect("the queue is readable");
         assert!(pending <= 64, "the queue grew past its limit: {pending}");
         // Schedules stay readable and within their limit; a transaction's

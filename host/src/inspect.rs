@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::read_state;
 use crate::storage::queue as queue_db;
-use crate::storage::sandbox::INTERNAL_PREFIX;
+use crate::storage::sandbox::is_internal;
 use crate::storage::workflow as workflow_db;
 use crate::storage::{instance_path, validate_actor_name, validate_key};
 use crate::workflow::WorkflowView;
@@ -83,14 +83,13 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
     let storage = |e: rusqlite::Error| storage(actor, key, e);
     let state = state_to_json(read_state(&conn).map_err(storage)?);
     let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .prepare(
+            "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name",
+        )
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(storage)?;
     let mut tables = Vec::new();
-    for name in names
-        .into_iter()
-        .filter(|n| !n.starts_with(INTERNAL_PREFIX))
-    {
+    for name in names.into_iter().filter(|n| !is_internal(n)) {
         tables.push(dump_table(&conn, &name).map_err(storage)?);
     }
     let queue = read_queue(&conn).map_err(storage)?;
@@ -178,7 +177,7 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
         .map_err(storage)?;
     let created_at: Option<i64> = conn
         .query_row(
-            "SELECT created_at FROM _burrow_instance WHERE id = 1",
+            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
             [],
             |r| r.get(0),
         )
@@ -191,8 +190,10 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
 
 fn dump_table(conn: &Connection, name: &str) -> rusqlite::Result<TableDump> {
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-    let total_rows = conn.query_row(&format!("SELECT count(*) FROM {quoted}"), [], |r| r.get(0))?;
-    let mut stmt = conn.prepare(&format!("SELECT * FROM {quoted} LIMIT {INSPECT_ROWS}"))?;
+    let total_rows = conn.query_row(&format!("SELECT count(*) FROM main.{quoted}"), [], |r| {
+        r.get(0)
+    })?;
+    let mut stmt = conn.prepare(&format!("SELECT * FROM main.{quoted} LIMIT {INSPECT_ROWS}"))?;
     let columns: Vec<String> = stmt.column_names().map(String::from).collect();
     let width = columns.len();
     let rows = stmt

@@ -22,6 +22,7 @@ mod logging;
 mod queue;
 mod sandbox;
 mod sandbox_limits;
+mod sandbox_names;
 mod schedules;
 mod timers;
 mod transactions;

@@ -37,8 +37,8 @@ async fn the_authorizer_refuses_what_a_guest_may_not_do() {
     // The exact text of the host's own statements gets no way around it.
     call(&host, "probe", "db", "bump", "[]").await;
     for host_statement in [
-        "SELECT value FROM _burrow_state WHERE id = 1",
-        "SELECT created_at FROM _burrow_instance WHERE id = 1",
+        "SELECT value FROM main._burrow_state WHERE id = 1",
+        "SELECT created_at FROM main._burrow_instance WHERE id = 1",
         "BEGIN",
     ] {
         let result = sql(&host, host_statement).await;

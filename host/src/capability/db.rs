@@ -12,7 +12,7 @@ use crate::bindings::db::{DbError, Host, QueryResult, Value};
 use crate::config::{MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS};
 use crate::deadline::DeadlineExceeded;
 use crate::instance_state::{ConflictTrap, InstanceState, Refusal, is_busy};
-use crate::storage::sandbox::{Sandbox, refuse_statement};
+use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
 
 impl Host for InstanceState {
     fn execute(
@@ -136,6 +136,17 @@ fn sqlite_error(e: rusqlite::Error) -> DbError {
     }
 }
 
+/// Keeps what a guest statement did to the schema, or undoes it and
+/// refuses it (see [`SchemaGuard`]).
+fn finish_schema_change(guard: Option<SchemaGuard<'_>>) -> rusqlite::Result<Result<(), Failure>> {
+    Ok(match guard {
+        Some(guard) => guard
+            .finish()?
+            .map_err(|why| Failure::Guest(DbError::Denied(why))),
+        None => Ok(()),
+    })
+}
+
 fn execute_batch(conn: &rusqlite::Connection, sandbox: &Sandbox, sql: &str) -> Result<(), Failure> {
     let _guest = sandbox.enter_guest();
     let sqlite = |e| Failure::Sqlite(e, sandbox.take_denial());
@@ -144,8 +155,11 @@ fn execute_batch(conn: &rusqlite::Connection, sandbox: &Sandbox, sql: &str) -> R
         if let Some(reason) = stmt.expanded_sql().as_deref().and_then(refuse_statement) {
             return Err(Failure::Guest(DbError::Denied(reason)));
         }
+        let schema = SchemaGuard::begin(conn, sandbox).map_err(sqlite)?;
         let mut rows = stmt.raw_query();
         while rows.next().map_err(sqlite)?.is_some() {}
+        drop(rows);
+        finish_schema_change(schema).map_err(sqlite)??;
     }
     Ok(())
 }
@@ -162,7 +176,7 @@ fn execute(
     if let Some(reason) = refuse_statement(sql) {
         return Err(Failure::Guest(DbError::Denied(reason)));
     }
-    let mut stmt = conn.prepare_cached(sql).map_err(sqlite)?;
+    let mut stmt = sandbox.prepare_cached(conn, sql).map_err(sqlite)?;
     if read_only && !stmt.readonly() {
         return Err(Failure::Guest(DbError::NotAllowed(
             "db.execute: this statement writes, and the queue selector may only read".into(),
@@ -191,6 +205,7 @@ fn execute(
     let width = columns.len();
     let mut rows = Vec::new();
     let mut bytes = 0usize;
+    let schema = SchemaGuard::begin(conn, sandbox).map_err(sqlite)?;
     let mut cursor = stmt.raw_query();
     while let Some(row) = cursor.next().map_err(sqlite)? {
         if rows.len() == MAX_QUERY_ROWS {
@@ -224,6 +239,7 @@ fn execute(
         rows.push(values);
     }
     drop(cursor);
+    finish_schema_change(schema).map_err(sqlite)??;
     Ok(QueryResult {
         columns,
         rows,

@@ -172,13 +172,13 @@ mod tests {
         assert_eq!(state.pending().unwrap().unwrap().len(), 1);
         assert!(!state.cancel(id + 1).unwrap().unwrap());
         for (sql, params) in [
-            ("SELECT count(*) FROM _burrow_schedule", vec![]),
+            ("SELECT count(*) FROM main._burrow_schedule", vec![]),
             (
-                "DELETE FROM _burrow_schedule WHERE id = ?",
+                "DELETE FROM main._burrow_schedule WHERE id = ?",
                 vec![Value::Integer(id as i64)],
             ),
             (
-                "SELECT id, action, args, due_at, every_ms FROM _burrow_schedule ORDER BY due_at, id",
+                "SELECT id, action, args, due_at, every_ms FROM main._burrow_schedule ORDER BY due_at, id",
                 vec![],
             ),
         ] {

@@ -715,7 +715,7 @@ fn next_pick_time(
 /// The earliest retry time after `now`, if any event waits for one.
 fn retry_time_after(reader: &Connection, now: i64) -> rusqlite::Result<Option<i64>> {
     reader
-        .prepare_cached("SELECT min(not_before) FROM _burrow_queue WHERE not_before > ?")?
+        .prepare_cached("SELECT min(not_before) FROM main._burrow_queue WHERE not_before > ?")?
         .query_row([now], |r| r.get(0))
 }
 

@@ -20,13 +20,13 @@ const PROGRESS_STEPS: i32 = 10_000;
 
 /// The internal tables every instance database has.
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS _burrow_instance (
+CREATE TABLE IF NOT EXISTS main._burrow_instance (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     actor TEXT NOT NULL,
     key TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS _burrow_state (
+CREATE TABLE IF NOT EXISTS main._burrow_state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     value BLOB NOT NULL
 );
@@ -76,7 +76,7 @@ impl InstanceDb {
         let created = self
             .conn
             .query_row(
-                "SELECT created_at FROM _burrow_instance WHERE id = 1",
+                "SELECT created_at FROM main._burrow_instance WHERE id = 1",
                 [],
                 |r| r.get(0),
             )
@@ -128,7 +128,7 @@ impl InstanceDb {
     ) -> rusqlite::Result<()> {
         self.conn
             .prepare(
-                "INSERT INTO _burrow_instance (id, actor, key, created_at) VALUES (1, ?, ?, ?)",
+                "INSERT INTO main._burrow_instance (id, actor, key, created_at) VALUES (1, ?, ?, ?)",
             )?
             .execute(rusqlite::params![actor, key, now_ms])?;
         Ok(())
@@ -141,7 +141,7 @@ impl InstanceDb {
     pub(crate) fn write_state(&self, value: &[u8]) -> rusqlite::Result<()> {
         self.conn
             .prepare(
-                "INSERT INTO _burrow_state (id, value) VALUES (1, ?)
+                "INSERT INTO main._burrow_state (id, value) VALUES (1, ?)
                  ON CONFLICT (id) DO UPDATE SET value = excluded.value",
             )?
             .execute([value])?;
@@ -168,7 +168,7 @@ impl InstanceDb {
 
 /// Reads the state value through any connection to an instance database.
 pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare("SELECT value FROM _burrow_state WHERE id = 1")?
+    conn.prepare("SELECT value FROM main._burrow_state WHERE id = 1")?
         .query_row([], |r| r.get(0))
         .optional()
 }

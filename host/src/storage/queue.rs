@@ -13,7 +13,7 @@ use crate::queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
 
 /// The queue's internal tables.
 pub(crate) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS _burrow_queue (
+CREATE TABLE IF NOT EXISTS main._burrow_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     type TEXT NOT NULL,
     payload TEXT NOT NULL,
@@ -24,11 +24,11 @@ CREATE TABLE IF NOT EXISTS _burrow_queue (
     not_before INTEGER NOT NULL DEFAULT 0,
     last_error TEXT
 );
-CREATE INDEX IF NOT EXISTS _burrow_queue_order ON _burrow_queue (priority, created_at, id);
-CREATE INDEX IF NOT EXISTS _burrow_queue_group_fifo ON _burrow_queue (grp, priority, created_at, id);
-CREATE INDEX IF NOT EXISTS _burrow_queue_group_lifo ON _burrow_queue (grp, priority, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS _burrow_queue_retry ON _burrow_queue (not_before);
-CREATE TABLE IF NOT EXISTS _burrow_dead_letter (
+CREATE INDEX IF NOT EXISTS main._burrow_queue_order ON _burrow_queue (priority, created_at, id);
+CREATE INDEX IF NOT EXISTS main._burrow_queue_group_fifo ON _burrow_queue (grp, priority, created_at, id);
+CREATE INDEX IF NOT EXISTS main._burrow_queue_group_lifo ON _burrow_queue (grp, priority, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS main._burrow_queue_retry ON _burrow_queue (not_before);
+CREATE TABLE IF NOT EXISTS main._burrow_dead_letter (
     id INTEGER PRIMARY KEY,
     type TEXT NOT NULL,
     payload TEXT NOT NULL,
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS _burrow_dead_letter (
     failed_at INTEGER NOT NULL,
     error TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS _burrow_queue_policy (
+CREATE TABLE IF NOT EXISTS main._burrow_queue_policy (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     mode TEXT NOT NULL,
     concurrency INTEGER
@@ -52,8 +52,10 @@ const EVENT_COLUMNS: &str =
 /// Whether the queue's tables exist (databases created before the queue
 /// existed get them at their next start).
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_burrow_queue'")?
-        .exists([])
+    conn.prepare(
+        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_queue'",
+    )?
+    .exists([])
 }
 
 fn group_of(stored: String) -> Option<String> {
@@ -100,13 +102,13 @@ pub(crate) fn append(
     max_pending: u64,
 ) -> Result<i64, AppendError> {
     let pending: i64 = conn
-        .prepare("SELECT count(*) FROM _burrow_queue")?
+        .prepare("SELECT count(*) FROM main._burrow_queue")?
         .query_row([], |r| r.get(0))?;
     if pending as u64 >= max_pending {
         return Err(AppendError::Full(max_pending));
     }
     conn.prepare(
-        "INSERT INTO _burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO main._burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
     )?
     .execute(params![
         event.event_type,
@@ -122,7 +124,7 @@ pub(crate) fn append(
 /// deletion of the same event deletes nothing).
 pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     let deleted = conn
-        .prepare("DELETE FROM _burrow_queue WHERE id = ?")?
+        .prepare("DELETE FROM main._burrow_queue WHERE id = ?")?
         .execute([id])?;
     Ok(deleted == 1)
 }
@@ -150,7 +152,7 @@ pub(crate) fn record_failure(
     retry_at: impl Fn(u32) -> i64,
 ) -> rusqlite::Result<AfterFailure> {
     let attempts: Option<u32> = conn
-        .prepare("SELECT attempts FROM _burrow_queue WHERE id = ?")?
+        .prepare("SELECT attempts FROM main._burrow_queue WHERE id = ?")?
         .query_row([id], |r| r.get(0))
         .optional()?;
     let Some(attempts) = attempts else {
@@ -159,10 +161,10 @@ pub(crate) fn record_failure(
     let failed = attempts.saturating_add(1);
     if failed >= max_attempts {
         conn.prepare(
-            "INSERT INTO _burrow_dead_letter
+            "INSERT INTO main._burrow_dead_letter
                  (id, type, payload, priority, grp, created_at, attempts, failed_at, error)
              SELECT id, type, payload, priority, grp, created_at, ?, ?, ?
-             FROM _burrow_queue WHERE id = ?",
+             FROM main._burrow_queue WHERE id = ?",
         )?
         .execute(params![failed, now, error, id])?;
         delete(conn, id)?; // pending: read above, in this transaction
@@ -170,7 +172,7 @@ pub(crate) fn record_failure(
     }
     let at = retry_at(failed);
     conn.prepare(
-        "UPDATE _burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
+        "UPDATE main._burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
     )?
     .execute(params![failed, at, error, id])?;
     Ok(AfterFailure::Retry(at))
@@ -200,7 +202,7 @@ pub(crate) fn due_events(
     let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
     let groups = serde_json::to_string(skip_groups).unwrap_or_else(|_| "[]".into());
     let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM _burrow_queue
+        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
          WHERE +not_before <= ?1
            AND id NOT IN (SELECT value FROM json_each(?2))
            AND grp NOT IN (SELECT value FROM json_each(?3))
@@ -218,9 +220,9 @@ pub(crate) fn due_events(
 pub(crate) fn groups(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(
         "WITH RECURSIVE g(grp, n) AS (
-             SELECT (SELECT min(grp) FROM _burrow_queue), 1
+             SELECT (SELECT min(grp) FROM main._burrow_queue), 1
              UNION ALL
-             SELECT (SELECT min(grp) FROM _burrow_queue WHERE grp > g.grp), n + 1
+             SELECT (SELECT min(grp) FROM main._burrow_queue WHERE grp > g.grp), n + 1
              FROM g WHERE g.grp IS NOT NULL AND n < ?
          )
          SELECT grp FROM g WHERE grp IS NOT NULL",
@@ -241,7 +243,7 @@ pub(crate) fn group_head(
 ) -> rusqlite::Result<Vec<(QueuedEvent, i64)>> {
     let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
     let sql = format!(
-        "SELECT {EVENT_COLUMNS}, random() FROM _burrow_queue
+        "SELECT {EVENT_COLUMNS}, random() FROM main._burrow_queue
          WHERE grp = ?1 AND +not_before <= ?2
            AND id NOT IN (SELECT value FROM json_each(?3))
          ORDER BY {} LIMIT ?4",
@@ -258,7 +260,7 @@ pub(crate) fn group_head(
 // Without the hint SQLite prefers a group index, for the GROUP BY, and
 // scans the whole queue.
 const WAITING_FOR_RETRY: &str =
-    "SELECT grp, count(*) FROM _burrow_queue INDEXED BY _burrow_queue_retry
+    "SELECT grp, count(*) FROM main._burrow_queue INDEXED BY _burrow_queue_retry
      WHERE not_before > ? GROUP BY grp";
 
 /// Per group, the events that wait for a retry (not due at `now`). Such an
@@ -275,13 +277,13 @@ pub(crate) fn waiting_for_retry(
 /// When the earliest pending event is due (0 for at once), or `None` if
 /// the queue is empty.
 pub(crate) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached("SELECT min(not_before) FROM _burrow_queue")?
+    conn.prepare_cached("SELECT min(not_before) FROM main._burrow_queue")?
         .query_row([], |r| r.get(0))
 }
 
 /// Number of pending events.
 pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
-    conn.prepare("SELECT count(*) FROM _burrow_queue")?
+    conn.prepare("SELECT count(*) FROM main._burrow_queue")?
         .query_row([], |r| r.get::<_, i64>(0))
         .map(|n| n as u64)
 }
@@ -289,7 +291,7 @@ pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
 /// The first `limit` pending events in fifo order.
 pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<QueuedEvent>> {
     let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM _burrow_queue ORDER BY priority, created_at, id LIMIT ?"
+        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue ORDER BY priority, created_at, id LIMIT ?"
     );
     conn.prepare(&sql)?
         .query_map([limit as i64], event)?
@@ -305,7 +307,7 @@ pub(crate) fn pending_of_types(
 ) -> rusqlite::Result<Vec<QueuedEvent>> {
     let types = serde_json::to_string(types).unwrap_or_else(|_| "[]".into());
     let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM _burrow_queue
+        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
          WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
          ORDER BY priority, created_at, id LIMIT ?2"
     );
@@ -318,7 +320,7 @@ pub(crate) fn pending_of_types(
 pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
     conn.prepare(
         "SELECT id, type, payload, priority, grp, created_at, attempts, failed_at, error
-         FROM _burrow_dead_letter ORDER BY failed_at, id LIMIT ?",
+         FROM main._burrow_dead_letter ORDER BY failed_at, id LIMIT ?",
     )?
     .query_map([limit as i64], |row| {
         Ok(DeadLetter {
@@ -341,12 +343,12 @@ pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<
 pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     let moved = conn
         .prepare(
-            "INSERT INTO _burrow_queue (id, type, payload, priority, grp, created_at)
+            "INSERT INTO main._burrow_queue (id, type, payload, priority, grp, created_at)
              SELECT id, type, payload, priority, grp, created_at
-             FROM _burrow_dead_letter WHERE id = ?",
+             FROM main._burrow_dead_letter WHERE id = ?",
         )?
         .execute([id])?;
-    conn.prepare("DELETE FROM _burrow_dead_letter WHERE id = ?")?
+    conn.prepare("DELETE FROM main._burrow_dead_letter WHERE id = ?")?
         .execute([id])?;
     Ok(moved > 0)
 }
@@ -354,7 +356,7 @@ pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
 /// Deletes dead letter `id` for good. Returns whether there was one.
 pub(crate) fn drop_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     Ok(conn
-        .prepare("DELETE FROM _burrow_dead_letter WHERE id = ?")?
+        .prepare("DELETE FROM main._burrow_dead_letter WHERE id = ?")?
         .execute([id])?
         > 0)
 }
@@ -362,7 +364,7 @@ pub(crate) fn drop_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<b
 /// The recorded policy, or `None` if the instance has no queue.
 pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>> {
     let row: Option<(String, Option<u32>)> = conn
-        .prepare("SELECT mode, concurrency FROM _burrow_queue_policy WHERE id = 1")?
+        .prepare("SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(row.and_then(|(mode, concurrency)| {
@@ -376,7 +378,7 @@ pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>>
 /// Records the policy (once, at creation or at the first start that
 /// offers one).
 pub(crate) fn record_policy(conn: &Connection, policy: &QueuePolicy) -> rusqlite::Result<()> {
-    conn.prepare("INSERT INTO _burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)")?
+    conn.prepare("INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)")?
         .execute(params![policy.mode.as_str(), policy.concurrency])?;
     Ok(())
 }

@@ -4,11 +4,18 @@
 //! statement is prepared (and re-prepared after a schema change). It applies
 //! its rules only while guest SQL is being run ([`Sandbox::enter_guest`]);
 //! the host's own statements on `_burrow_*` tables pass untouched.
+//!
+//! The authorizer sees names, not outcomes (an `ALTER TABLE ... RENAME`
+//! shows it only the old name; a foreign key's parent is not shown at
+//! all), so a guest statement that changes the schema also runs inside a
+//! [`SchemaGuard`]: a savepoint, and a check of the schema afterwards.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{CachedStatement, Connection, OptionalExtension, Statement};
 
 /// Prefix of every table the host keeps for itself.
 pub(crate) const INTERNAL_PREFIX: &str = "_burrow_";
@@ -48,6 +55,8 @@ const DENIED_FUNCTIONS: &[&str] = &["load_extension", "fts3_tokenizer"];
 #[derive(Clone, Default)]
 pub(crate) struct Sandbox {
     guest: Arc<AtomicBool>,
+    /// Set while a guest statement that changes the schema is prepared.
+    schema_change: Arc<AtomicBool>,
     last_denial: Arc<Mutex<Option<String>>>,
 }
 
@@ -68,8 +77,41 @@ impl Sandbox {
 
     pub(crate) fn enter_guest(&self) -> GuestSql<'_> {
         self.last_denial.lock().unwrap().take();
+        self.schema_change.store(false, Ordering::Relaxed);
         self.guest.store(true, Ordering::Relaxed);
         GuestSql(self)
+    }
+
+    /// Whether a guest statement prepared since the last call changes the
+    /// schema (then it must run inside a [`SchemaGuard`]).
+    pub(crate) fn take_schema_change(&self) -> bool {
+        self.schema_change.swap(false, Ordering::Relaxed)
+    }
+
+    /// Prepares one guest statement through the connection's cache. A
+    /// statement that changes the schema is never kept there: it is
+    /// prepared, and so authorized and guarded, every time it runs.
+    pub(crate) fn prepare_cached<'c>(
+        &self,
+        conn: &'c Connection,
+        sql: &str,
+    ) -> rusqlite::Result<GuestStatement<'c>> {
+        self.schema_change.store(false, Ordering::Relaxed);
+        let cached = conn.prepare_cached(sql)?;
+        if !self.schema_change.load(Ordering::Relaxed) {
+            return Ok(GuestStatement::Cached(cached));
+        }
+        cached.discard();
+        // Prepared again (the flag is set again) outside the cache.
+        Ok(GuestStatement::Uncached(conn.prepare(sql)?))
+    }
+
+    /// Runs host statements in the middle of guest SQL, unfenced.
+    fn as_host<T>(&self, work: impl FnOnce() -> T) -> T {
+        let was_guest = self.guest.swap(false, Ordering::Relaxed);
+        let result = work();
+        self.guest.store(was_guest, Ordering::Relaxed);
+        result
     }
 
     /// Why the last guest statement was refused, if it was.
@@ -81,6 +123,9 @@ impl Sandbox {
         if !self.guest.load(Ordering::Relaxed) {
             return Authorization::Allow;
         }
+        if changes_schema(&ctx.action) {
+            self.schema_change.store(true, Ordering::Relaxed);
+        }
         match refusal(&ctx.action) {
             None => Authorization::Allow,
             Some(reason) => {
@@ -91,9 +136,37 @@ impl Sandbox {
     }
 }
 
-fn is_internal(table: &str) -> bool {
-    table.len() >= INTERNAL_PREFIX.len()
-        && table[..INTERNAL_PREFIX.len()].eq_ignore_ascii_case(INTERNAL_PREFIX)
+/// Whether `name` is one of the host's (`_burrow_*`, in any case).
+pub(crate) fn is_internal(name: &str) -> bool {
+    name.len() >= INTERNAL_PREFIX.len()
+        && name.as_bytes()[..INTERNAL_PREFIX.len()].eq_ignore_ascii_case(INTERNAL_PREFIX.as_bytes())
+}
+
+/// Whether `action` is part of a statement that changes the schema.
+fn changes_schema(action: &AuthAction<'_>) -> bool {
+    use AuthAction::*;
+    matches!(
+        action,
+        CreateIndex { .. }
+            | CreateTable { .. }
+            | CreateTempIndex { .. }
+            | CreateTempTable { .. }
+            | CreateTempTrigger { .. }
+            | CreateTempView { .. }
+            | CreateTrigger { .. }
+            | CreateView { .. }
+            | DropIndex { .. }
+            | DropTable { .. }
+            | DropTempIndex { .. }
+            | DropTempTable { .. }
+            | DropTempTrigger { .. }
+            | DropTempView { .. }
+            | DropTrigger { .. }
+            | DropView { .. }
+            | AlterTable { .. }
+            | CreateVtable { .. }
+            | DropVtable { .. }
+    )
 }
 
 /// Why `action` is refused to guest SQL, or `None` if it is allowed.
@@ -131,6 +204,24 @@ pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
     {
         return Some(format!(
             "`{table}` is an internal table of the host; tables named `{INTERNAL_PREFIX}*` are off limits"
+        ));
+    }
+    let index_or_trigger = match *action {
+        CreateIndex { index_name, .. }
+        | CreateTempIndex { index_name, .. }
+        | DropIndex { index_name, .. }
+        | DropTempIndex { index_name, .. } => Some(index_name),
+        CreateTrigger { trigger_name, .. }
+        | CreateTempTrigger { trigger_name, .. }
+        | DropTrigger { trigger_name, .. }
+        | DropTempTrigger { trigger_name, .. } => Some(trigger_name),
+        _ => None,
+    };
+    if let Some(name) = index_or_trigger
+        && is_internal(name)
+    {
+        return Some(format!(
+            "`{name}` is an internal name of the host; indexes and triggers named `{INTERNAL_PREFIX}*` are off limits"
         ));
     }
     match *action {
@@ -188,6 +279,213 @@ fn skip_comments(mut sql: &str) -> &str {
             return sql;
         }
     }
+}
+
+/// A guest statement ready to run: from the connection's cache, or
+/// prepared for this run alone when it changes the schema.
+pub(crate) enum GuestStatement<'c> {
+    Cached(CachedStatement<'c>),
+    Uncached(Statement<'c>),
+}
+
+impl<'c> Deref for GuestStatement<'c> {
+    type Target = Statement<'c>;
+
+    fn deref(&self) -> &Statement<'c> {
+        match self {
+            GuestStatement::Cached(stmt) => stmt,
+            GuestStatement::Uncached(stmt) => stmt,
+        }
+    }
+}
+
+impl<'c> DerefMut for GuestStatement<'c> {
+    fn deref_mut(&mut self) -> &mut Statement<'c> {
+        match self {
+            GuestStatement::Cached(stmt) => stmt,
+            GuestStatement::Uncached(stmt) => stmt,
+        }
+    }
+}
+
+/// The savepoint a [`SchemaGuard`] opens around one guest statement.
+const GUARD_SAVEPOINT: &str = "_burrow_schema_guard";
+
+/// `expr` names a host object: starts with `_burrow_`, in any case (not
+/// `LIKE`, whose `_` matches any character).
+macro_rules! internal_sql {
+    ($expr:literal) => {
+        concat!("lower(substr(", $expr, ", 1, 8)) = '_burrow_'")
+    };
+}
+
+/// The host's objects in `main`: every object with an internal name or on
+/// an internal table, with its definition.
+const MAIN_INTERNAL_OBJECTS: &str = concat!(
+    "SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_schema WHERE ",
+    internal_sql!("name"),
+    " OR ",
+    internal_sql!("tbl_name"),
+    " ORDER BY type, name"
+);
+
+/// Objects in `temp` with an internal name or on an internal table: there
+/// must be none.
+const TEMP_INTERNAL_OBJECTS: &str = concat!(
+    "SELECT type, name, tbl_name, '' FROM temp.sqlite_schema WHERE ",
+    internal_sql!("name"),
+    " OR ",
+    internal_sql!("tbl_name"),
+    " ORDER BY type, name"
+);
+
+/// Foreign keys from a guest table (in `main` or `temp`) to an internal
+/// table: there must be none.
+const FOREIGN_KEYS_INTO_INTERNAL: &str = concat!(
+    "SELECT t.name, f.\"table\" FROM main.sqlite_schema AS t, pragma_foreign_key_list(t.name, 'main') AS f
+     WHERE t.type = 'table' AND NOT ",
+    internal_sql!("t.name"),
+    " AND ",
+    internal_sql!("f.\"table\""),
+    " UNION ALL
+     SELECT t.name, f.\"table\" FROM temp.sqlite_schema AS t, pragma_foreign_key_list(t.name, 'temp') AS f
+     WHERE t.type = 'table' AND ",
+    internal_sql!("f.\"table\""),
+    " LIMIT 1"
+);
+
+/// One row of [`MAIN_INTERNAL_OBJECTS`]: type, name, table, definition.
+type SchemaObject = (String, String, String, String);
+
+fn internal_objects(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SchemaObject>> {
+    conn.prepare(sql)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect()
+}
+
+fn describe((kind, name, table, _): &SchemaObject) -> String {
+    if name.eq_ignore_ascii_case(table) {
+        format!("{kind} `{name}`")
+    } else {
+        format!("{kind} `{name}` on `{table}`")
+    }
+}
+
+/// Runs one guest statement that changes the schema inside a savepoint,
+/// and keeps its changes only if the host's names are still the host's
+/// alone: no object in `temp` with an internal name or on an internal
+/// table, the host's objects in `main` exactly as they were, and no
+/// foreign key from a guest table to an internal table. Otherwise the
+/// statement is undone and the guest told why.
+///
+/// A guard that is dropped unfinished (the statement failed) undoes the
+/// statement too.
+pub(crate) struct SchemaGuard<'c> {
+    conn: &'c Connection,
+    sandbox: &'c Sandbox,
+    before: Vec<SchemaObject>,
+    open: bool,
+}
+
+impl<'c> SchemaGuard<'c> {
+    /// Opens a guard for the statement just prepared, if it changes the
+    /// schema; `None` (and no cost) otherwise.
+    pub(crate) fn begin(
+        conn: &'c Connection,
+        sandbox: &'c Sandbox,
+    ) -> rusqlite::Result<Option<SchemaGuard<'c>>> {
+        if !sandbox.take_schema_change() {
+            return Ok(None);
+        }
+        let before = sandbox.as_host(|| {
+            conn.execute_batch(&format!("SAVEPOINT {GUARD_SAVEPOINT}"))?;
+            internal_objects(conn, MAIN_INTERNAL_OBJECTS)
+        });
+        let before = match before {
+            Ok(before) => before,
+            Err(e) => {
+                sandbox.as_host(|| undo(conn));
+                return Err(e);
+            }
+        };
+        Ok(Some(SchemaGuard {
+            conn,
+            sandbox,
+            before,
+            open: true,
+        }))
+    }
+
+    /// Checks the schema after the statement ran (and was reset): keeps
+    /// its changes, or undoes them and returns why they were refused.
+    pub(crate) fn finish(mut self) -> rusqlite::Result<Result<(), String>> {
+        self.open = false;
+        let (conn, before) = (self.conn, &self.before);
+        let verdict = self.sandbox.as_host(|| violation(conn, before));
+        self.sandbox.as_host(|| match verdict {
+            Ok(None) => conn
+                .execute_batch(&format!("RELEASE {GUARD_SAVEPOINT}"))
+                .map(Ok),
+            Ok(Some(why)) => {
+                undo(conn);
+                Ok(Err(why))
+            }
+            Err(e) => {
+                undo(conn);
+                Err(e)
+            }
+        })
+    }
+}
+
+impl Drop for SchemaGuard<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.sandbox.as_host(|| undo(self.conn));
+        }
+    }
+}
+
+/// Rolls back to the guard's savepoint and releases it. Errors are left:
+/// SQLite may have rolled the whole transaction back already, savepoint
+/// included, and the caller then finds the connection in autocommit.
+fn undo(conn: &Connection) {
+    let _ = conn.execute_batch(&format!(
+        "ROLLBACK TO {GUARD_SAVEPOINT}; RELEASE {GUARD_SAVEPOINT}"
+    ));
+}
+
+/// Why the schema after a guest statement is refused, if it is.
+fn violation(conn: &Connection, before: &[SchemaObject]) -> rusqlite::Result<Option<String>> {
+    if let Some(object) = internal_objects(conn, TEMP_INTERNAL_OBJECTS)?.first() {
+        return Ok(Some(format!(
+            "the statement would make {} in `temp`; names starting with `{INTERNAL_PREFIX}` \
+             belong to the host",
+            describe(object)
+        )));
+    }
+    let after = internal_objects(conn, MAIN_INTERNAL_OBJECTS)?;
+    if after != before {
+        let changed = after
+            .iter()
+            .find(|o| !before.contains(o))
+            .or_else(|| before.iter().find(|o| !after.contains(o)))
+            .map_or_else(|| "the host's objects".to_string(), describe);
+        return Ok(Some(format!(
+            "the statement would make or change {changed}; names starting with \
+             `{INTERNAL_PREFIX}` belong to the host"
+        )));
+    }
+    let foreign_key: Option<(String, String)> = conn
+        .prepare(FOREIGN_KEYS_INTO_INTERNAL)?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(foreign_key.map(|(table, parent)| {
+        format!(
+            "the table `{table}` would have a foreign key into `{parent}`; foreign keys may not \
+             name the host's internal tables"
+        )
+    }))
 }
 
 #[cfg(test)]
@@ -268,5 +566,312 @@ mod tests {
         let (conn, _sandbox) = guest_conn();
         conn.execute("INSERT INTO _burrow_state VALUES (1)", [])
             .unwrap();
+    }
+
+    #[test]
+    fn indexes_and_triggers_with_internal_names_are_refused() {
+        for sql in [
+            "CREATE INDEX _burrow_i ON t (v)",
+            "CREATE INDEX main._BURROW_i ON t (v)",
+            "CREATE TEMP TABLE tt (v); CREATE INDEX temp._burrow_i ON tt (v);",
+            "CREATE TRIGGER _burrow_t AFTER INSERT ON t BEGIN SELECT 1; END",
+            "CREATE TEMP TRIGGER _Burrow_t AFTER INSERT ON t BEGIN SELECT 1; END",
+        ] {
+            assert!(denial(sql).contains("internal name"), "{sql}");
+        }
+    }
+
+    #[test]
+    fn only_statements_that_change_the_schema_are_flagged() {
+        let (conn, sandbox) = guest_conn();
+        let _guest = sandbox.enter_guest();
+        for (sql, changes) in [
+            ("SELECT v FROM t", false),
+            ("INSERT INTO t VALUES (1)", false),
+            ("CREATE TABLE u (x)", true),
+            ("ALTER TABLE t RENAME TO t2", true),
+            ("CREATE TEMP VIEW w AS SELECT 1", true),
+            ("DROP VIEW w", true),
+        ] {
+            conn.execute_batch(sql).unwrap();
+            assert_eq!(sandbox.take_schema_change(), changes, "{sql}");
+        }
+    }
+
+    mod guarded {
+        use crate::bindings::db::{DbError, Host as _};
+        use crate::instance_state::testing::instance;
+
+        fn batch(
+            state: &mut crate::instance_state::InstanceState,
+            sql: &str,
+        ) -> Result<(), DbError> {
+            state.execute_batch(sql.into()).expect("no trap")
+        }
+
+        fn objects(state: &crate::instance_state::InstanceState, schema: &str) -> Vec<String> {
+            let sql = format!(
+                "SELECT name FROM {schema}.sqlite_schema WHERE lower(substr(name, 1, 8)) = '_burrow_'
+                 OR lower(substr(tbl_name, 1, 8)) = '_burrow_' ORDER BY name"
+            );
+            let mut stmt = state.db.conn.prepare(&sql).unwrap();
+            stmt.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        }
+
+        #[test]
+        fn a_refused_schema_change_is_undone_and_names_what_was_refused() {
+            let (mut state, _dir) = instance();
+            let main_before = objects(&state, "main");
+            for (sql, what) in [
+                (
+                    "CREATE TEMP TABLE x (v); ALTER TABLE temp.x RENAME TO _burrow_state",
+                    "_burrow_state",
+                ),
+                (
+                    "CREATE TABLE y (v); ALTER TABLE y RENAME TO _BURROW_schedule",
+                    "_BURROW_schedule",
+                ),
+                ("CREATE VIRTUAL TABLE _burrow USING fts5 (body)", "_burrow_"),
+                (
+                    "CREATE TABLE f (x REFERENCES _burrow_queue (id) ON DELETE CASCADE)",
+                    "_burrow_queue",
+                ),
+                (
+                    "CREATE TABLE g (x); ALTER TABLE g ADD COLUMN y REFERENCES _Burrow_State",
+                    "_Burrow_State",
+                ),
+            ] {
+                match batch(&mut state, sql) {
+                    Err(DbError::Denied(why)) => assert!(why.contains(what), "{sql}: {why}"),
+                    other => panic!("{sql}: {other:?}"),
+                }
+            }
+            assert_eq!(objects(&state, "main"), main_before);
+            assert!(objects(&state, "temp").is_empty());
+            // The statements before each refused one stand; the refused one left nothing.
+            let kept: Vec<String> = state
+                .db
+                .conn
+                .prepare("SELECT name FROM sqlite_temp_schema UNION ALL SELECT name FROM main.sqlite_schema WHERE name IN ('x', 'y', 'f', 'g')")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(kept, ["x", "y", "g"]);
+            // The call's transaction is still open and usable.
+            assert!(!state.db.conn.is_autocommit());
+            batch(
+                &mut state,
+                "CREATE TABLE after (v); INSERT INTO after VALUES (1)",
+            )
+            .unwrap();
+        }
+
+        #[test]
+        fn a_schema_change_sent_twice_through_the_cache_is_checked_twice() {
+            use crate::bindings::db::Value;
+            let (mut state, _dir) = instance();
+            batch(&mut state, "CREATE TABLE c (v)").unwrap();
+            for _ in 0..3 {
+                let e = state
+                    .execute(
+                        "ALTER TABLE c RENAME TO _burrow_c".into(),
+                        Vec::<Value>::new(),
+                    )
+                    .unwrap();
+                assert!(
+                    matches!(&e, Err(DbError::Denied(m)) if m.contains("_burrow_c")),
+                    "{e:?}"
+                );
+            }
+            // A harmless schema change through the same path works, every time.
+            for n in 0..3 {
+                let sql = format!("ALTER TABLE c ADD COLUMN x{n}");
+                state.execute(sql, vec![]).unwrap().unwrap();
+            }
+        }
+
+        #[test]
+        fn a_failing_schema_change_keeps_its_error() {
+            let (mut state, _dir) = instance();
+            let e = batch(&mut state, "CREATE TABLE t (v); CREATE TABLE t (v)").unwrap_err();
+            assert!(
+                matches!(&e, DbError::Other(m) | DbError::InvalidSql(m) if m.contains("already exists")),
+                "{e:?}"
+            );
+            assert!(!state.db.conn.is_autocommit());
+        }
+    }
+
+    /// Every host statement on an instance database names `main.`, so that
+    /// no object a guest makes in `temp` can shadow the host's tables.
+    /// (`ON` of `CREATE INDEX` and `INDEXED BY` take no schema; the
+    /// database `host.sqlite` of `storage/index.rs` has no guest.)
+    #[test]
+    fn host_sql_names_the_main_schema() {
+        fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    sources(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&root, &mut files);
+        let mut unqualified = Vec::new();
+        for file in files {
+            if file.ends_with("storage/index.rs") || file.ends_with("storage/sandbox.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            // Tests and guest inputs come after `#[cfg(test)]`.
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            let words: Vec<&str> = code
+                .split(|c: char| c.is_whitespace() || c == '"' || c == '(' || c == ',')
+                .filter(|w| !w.is_empty())
+                .collect();
+            for pair in words.windows(2) {
+                let (keyword, name) = (pair[0].to_ascii_uppercase(), pair[1]);
+                let names_table = ["FROM", "INTO", "UPDATE", "JOIN", "EXISTS", "TABLE"]
+                    .contains(&keyword.as_str());
+                let internal = is_internal(name) || name.starts_with("sqlite_");
+                if names_table && internal {
+                    unqualified.push(format!("{}: {keyword} {name}", file.display()));
+                }
+            }
+            if code.contains("sqlite_master") {
+                unqualified.push(format!("{}: sqlite_master", file.display()));
+            }
+        }
+        assert!(
+            unqualified.is_empty(),
+            "host SQL without `main.`: {unqualified:#?}"
+        );
+    }
+
+    /// With a table of every internal name in `temp` (with triggers that
+    /// record any write), the host's statements still use `main`'s tables.
+    #[test]
+    fn host_statements_never_meet_objects_in_temp() {
+        use crate::config::Synchronous;
+        use crate::deadline::Deadline;
+        use crate::storage::instance_db::InstanceDb;
+        use crate::storage::{queue, schedule, workflow};
+
+        let dir = tempfile::tempdir().unwrap();
+        let db = InstanceDb::open(
+            &dir.path().join("i.sqlite"),
+            Synchronous::Normal,
+            1 << 30,
+            Deadline::default(),
+        )
+        .unwrap();
+        let conn = &db.conn;
+        db.create_schema().unwrap();
+        db.record_creation("a", "k", 1).unwrap();
+        db.ensure_queue_schema().unwrap();
+        db.ensure_workflow_schema().unwrap();
+        conn.execute_batch(schedule::SCHEMA).unwrap();
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name LIKE '\\_burrow\\_%' ESCAPE '\\'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables.len(), 8, "{tables:?}");
+        conn.execute_batch("CREATE TEMP TABLE fired (what)")
+            .unwrap();
+        for table in &tables {
+            conn.execute_batch(&format!(
+                "CREATE TEMP TABLE {table} AS SELECT * FROM main.{table} WHERE 0;
+                 CREATE TEMP TRIGGER {table}_i AFTER INSERT ON {table} BEGIN INSERT INTO fired VALUES ('{table}'); END;
+                 CREATE TEMP TRIGGER {table}_u AFTER UPDATE ON {table} BEGIN INSERT INTO fired VALUES ('{table}'); END;
+                 CREATE TEMP TRIGGER {table}_d AFTER DELETE ON {table} BEGIN INSERT INTO fired VALUES ('{table}'); END;"
+            ))
+            .unwrap();
+        }
+
+        db.write_state(b"{}").unwrap();
+        assert_eq!(db.read_state().unwrap().as_deref(), Some(&b"{}"[..]));
+        assert_eq!(db.created_at().unwrap(), Some(1));
+        let event = crate::queue::NewEvent {
+            event_type: "e".into(),
+            payload: "null".into(),
+            priority: 0,
+            group: None,
+        };
+        let first = queue::append(conn, &event, 10, 100).unwrap();
+        let second = queue::append(conn, &event, 10, 100).unwrap();
+        assert_eq!(queue::pending_count(conn).unwrap(), 2);
+        assert_eq!(queue::next_due(conn).unwrap(), Some(0));
+        assert_eq!(queue::pending(conn, 10).unwrap().len(), 2);
+        assert_eq!(
+            queue::record_failure(conn, first, "no", 11, 1, |_| 0).unwrap(),
+            queue::AfterFailure::DeadLettered
+        );
+        assert_eq!(queue::dead_letters(conn, 10).unwrap().len(), 1);
+        assert!(queue::requeue(conn, first).unwrap());
+        queue::delete(conn, second).unwrap();
+        assert_eq!(queue::pending_count(conn).unwrap(), 1);
+        let id = schedule::add(conn, "go", "[]", 5, None, 1, 100).unwrap();
+        assert_eq!(schedule::pending(conn).unwrap().len(), 1);
+        let due = schedule::next_due(conn, 6)
+            .unwrap()
+            .expect("a due schedule");
+        assert_eq!(due.id, id);
+        schedule::done(conn, &due, 6).unwrap();
+        assert_eq!(schedule::earliest(conn).unwrap(), None);
+        workflow::start(conn, "{}", 1).unwrap();
+        assert!(workflow::record(conn).unwrap().is_some());
+        workflow::set_status(
+            conn,
+            workflow::WorkflowStatus::Completed,
+            Some("1"),
+            None,
+            None,
+            2,
+        )
+        .unwrap();
+        let entry = workflow::HistoryEntry {
+            location: "0".into(),
+            kind: workflow::EntryKind::Step,
+            name: "s".into(),
+            status: workflow::EntryStatus::Done,
+            output: Some("1".into()),
+            failure_kind: None,
+            error_code: None,
+            error: None,
+            attempts: 1,
+            wake_at: None,
+            updated_at: 2,
+        };
+        workflow::put_entry(conn, &entry).unwrap();
+        workflow::put_entry(conn, &entry).unwrap();
+        assert!(workflow::entry(conn, "0").unwrap().is_some());
+        assert_eq!(workflow::history(conn, 10).unwrap().len(), 1);
+        assert_eq!(workflow::delete_under(conn, "0", None).unwrap(), 1);
+        assert_eq!(workflow::history_len(conn).unwrap(), 0);
+
+        let fired: i64 = conn
+            .query_row("SELECT count(*) FROM temp.fired", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fired, 0, "a host statement wrote a table in temp");
+        for table in &tables {
+            let n: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM temp.{table}"), [], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            assert_eq!(n, 0, "temp.{table}");
+        }
     }
 }

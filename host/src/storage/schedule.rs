@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 /// The schedules' internal table.
 pub(crate) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS _burrow_schedule (
+CREATE TABLE IF NOT EXISTS main._burrow_schedule (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     action TEXT NOT NULL,
     args TEXT NOT NULL,
@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS _burrow_schedule (
     created_at INTEGER NOT NULL,
     every_ms INTEGER
 );
-CREATE INDEX IF NOT EXISTS _burrow_schedule_due ON _burrow_schedule (due_at, id);
+CREATE INDEX IF NOT EXISTS main._burrow_schedule_due ON _burrow_schedule (due_at, id);
 ";
 
 /// The columns [`from_row`] reads.
@@ -61,8 +61,10 @@ impl Schedule {
 
 /// Whether the table exists (it is made by the first schedule).
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_burrow_schedule'")?
-        .exists([])
+    conn.prepare(
+        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_schedule'",
+    )?
+    .exists([])
 }
 
 /// Why a schedule was not inserted.
@@ -94,13 +96,13 @@ pub(crate) fn add(
         conn.execute_batch(SCHEMA)?;
     }
     let pending: i64 = conn
-        .prepare("SELECT count(*) FROM _burrow_schedule")?
+        .prepare("SELECT count(*) FROM main._burrow_schedule")?
         .query_row([], |r| r.get(0))?;
     if pending as u64 >= max_pending {
         return Err(AddError::Full(max_pending));
     }
     conn.prepare(
-        "INSERT INTO _burrow_schedule (action, args, due_at, created_at, every_ms)
+        "INSERT INTO main._burrow_schedule (action, args, due_at, created_at, every_ms)
          VALUES (?, ?, ?, ?, ?)",
     )?
     .execute(params![action, args, due_at, now, every_ms])?;
@@ -112,7 +114,7 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
     if !has_schema(conn)? {
         return Ok(Vec::new());
     }
-    let sql = format!("SELECT {COLUMNS} FROM _burrow_schedule ORDER BY due_at, id");
+    let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id");
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map([], from_row)?.collect()
 }
@@ -123,7 +125,7 @@ pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
         return Ok(false);
     }
     Ok(conn
-        .prepare("DELETE FROM _burrow_schedule WHERE id = ?")?
+        .prepare("DELETE FROM main._burrow_schedule WHERE id = ?")?
         .execute([id])?
         > 0)
 }
@@ -134,7 +136,7 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
         return Ok(None);
     }
     let sql = format!(
-        "SELECT {COLUMNS} FROM _burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
+        "SELECT {COLUMNS} FROM main._burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
     );
     conn.prepare(&sql)?.query_row([now], from_row).optional()
 }
@@ -144,7 +146,7 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
 pub(crate) fn done(conn: &Connection, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
     match schedule.next_after(now) {
         Some(next) => {
-            conn.prepare("UPDATE _burrow_schedule SET due_at = ? WHERE id = ?")?
+            conn.prepare("UPDATE main._burrow_schedule SET due_at = ? WHERE id = ?")?
                 .execute(params![next, schedule.id])?;
         }
         None => {
@@ -159,7 +161,7 @@ pub(crate) fn earliest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     if !has_schema(conn)? {
         return Ok(None);
     }
-    conn.prepare("SELECT min(due_at) FROM _burrow_schedule")?
+    conn.prepare("SELECT min(due_at) FROM main._burrow_schedule")?
         .query_row([], |r| r.get(0))
 }
 

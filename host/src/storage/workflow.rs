@@ -15,7 +15,7 @@ use serde::Serialize;
 
 /// The workflow's internal tables.
 pub(crate) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS _burrow_workflow (
+CREATE TABLE IF NOT EXISTS main._burrow_workflow (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     status TEXT NOT NULL,
     input TEXT NOT NULL,
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS _burrow_workflow (
     started_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS _burrow_workflow_history (
+CREATE TABLE IF NOT EXISTS main._burrow_workflow_history (
     seq INTEGER PRIMARY KEY,
     location TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
@@ -235,14 +235,16 @@ pub struct HistoryEntry {
 
 /// Whether the workflow's tables exist.
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'")?
-        .exists([])
+    conn.prepare(
+        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'",
+    )?
+    .exists([])
 }
 
 /// Records a new workflow with `input`, running now.
 pub(crate) fn start(conn: &Connection, input: &str, now: i64) -> rusqlite::Result<()> {
     conn.prepare(
-        "INSERT OR IGNORE INTO _burrow_workflow (id, status, input, started_at, updated_at)
+        "INSERT OR IGNORE INTO main._burrow_workflow (id, status, input, started_at, updated_at)
          VALUES (1, 'running', ?1, ?2, ?2)",
     )?
     .execute(params![input, now])?;
@@ -270,7 +272,7 @@ pub(crate) fn record(conn: &Connection) -> rusqlite::Result<Option<WorkflowRecor
     }
     conn.prepare(
         "SELECT status, input, output, error, wake_at, waiting_on, runs, started_at, updated_at
-         FROM _burrow_workflow WHERE id = 1",
+         FROM main._burrow_workflow WHERE id = 1",
     )?
     .query_row([], record_from_row)
     .optional()
@@ -286,7 +288,7 @@ pub(crate) fn set_status(
     now: i64,
 ) -> rusqlite::Result<()> {
     conn.prepare(
-        "UPDATE _burrow_workflow
+        "UPDATE main._burrow_workflow
          SET status = ?, output = ?, error = ?, wake_at = ?, waiting_on = ?,
              runs = runs + 1, updated_at = ?
          WHERE id = 1",
@@ -324,7 +326,7 @@ const ENTRY_COLUMNS: &str = "location, kind, name, status, output, failure_kind,
 /// The entry at `location`, if the run reached it before.
 pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Option<HistoryEntry>> {
     conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history WHERE location = ?"
+        "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history WHERE location = ?"
     ))?
     .query_row([location], entry_from_row)
     .optional()
@@ -334,7 +336,7 @@ pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Optio
 /// its place in the order).
 pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
     conn.prepare(&format!(
-        "INSERT INTO _burrow_workflow_history ({ENTRY_COLUMNS})
+        "INSERT INTO main._burrow_workflow_history ({ENTRY_COLUMNS})
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (location) DO UPDATE SET
              kind = excluded.kind, name = excluded.name, status = excluded.status,
@@ -362,7 +364,7 @@ pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result
 /// The first `limit` entries of the history, in order.
 pub(crate) fn history(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
     conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM _burrow_workflow_history ORDER BY seq LIMIT ?"
+        "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history ORDER BY seq LIMIT ?"
     ))?
     .query_map([limit as i64], entry_from_row)?
     .collect()
@@ -377,7 +379,7 @@ pub(crate) fn delete_under(
 ) -> rusqlite::Result<usize> {
     // Locations hold digits and `/` only, so the prefixes need no escaping.
     conn.prepare(
-        "DELETE FROM _burrow_workflow_history
+        "DELETE FROM main._burrow_workflow_history
          WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
     )?
     .execute(params![prefix, keep])
@@ -385,7 +387,7 @@ pub(crate) fn delete_under(
 
 /// Entries in the history.
 pub(crate) fn history_len(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare("SELECT count(*) FROM _burrow_workflow_history")?
+    conn.prepare("SELECT count(*) FROM main._burrow_workflow_history")?
         .query_row([], |r| r.get(0))
 }
 

@@ -2,7 +2,7 @@
 //! and then fail, trap, loop forever, run arbitrary SQL or use state.
 
 use burrow_sdk::db::{self, Value};
-use burrow_sdk::{Error, Json, Result, log, state};
+use burrow_sdk::{Error, Json, Result, log, schedule, state};
 use serde::{Deserialize, Serialize};
 
 fn migrate() -> Result<()> {
@@ -228,6 +228,12 @@ fn fail_with(code: String, message: String) -> Result<()> {
     Err(Error::new(code, message))
 }
 
+/// Schedules `action` with `args` (a JSON array) in `delay_ms`: lets SQL
+/// attacks meet the host's schedule runner.
+fn later(delay_ms: u64, action: String, args: Json) -> Result<u64> {
+    schedule::after(delay_ms, &action, &args)
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
@@ -236,6 +242,6 @@ burrow_sdk::actor! {
     actions: [
         hooks, create_label, add, count, add_then_fail, add_then_trap, bump, state_value,
         sql, batch, spin, allocate, echo, big_result, shout, recurse, chatter, ambient, big_state,
-        fail_with,
+        fail_with, later,
     ],
 }

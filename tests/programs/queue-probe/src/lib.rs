@@ -310,9 +310,23 @@ fn counter() -> Result<i64> {
     db::query_one("SELECT value FROM counter WHERE id = 1", ())?.get(0)
 }
 
+/// Runs guest SQL in an action; returns `null`, or the error's text: lets
+/// SQL attacks meet the host's queue statements.
+fn batch(text: String) -> Result<Json> {
+    match db::execute_batch(&text) {
+        Ok(()) => Ok(Json::Null),
+        Err(e) => Ok(Json::String(format!("{e:?}"))),
+    }
+}
+
+/// Counts the rows of a guest table.
+fn rows(table: String) -> Result<i64> {
+    db::query_one(&format!("SELECT count(*) FROM \"{table}\""), ())?.get(0)
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
     queue: { policy: policy(), process: process, select: select },
-    actions: [enqueue, enqueue_then_fail, log, counter, heal, select_errors],
+    actions: [enqueue, enqueue_then_fail, log, counter, heal, select_errors, batch, rows],
 }
