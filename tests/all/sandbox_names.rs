@@ -297,6 +297,9 @@ async fn an_event_appended_after_a_queue_decoy_is_processed() {
     let outcome = queue_batch(&host, "k", attack).await;
     let fk = "CREATE TABLE g (x REFERENCES _burrow_queue (id) ON DELETE CASCADE)";
     let fk_outcome = queue_batch(&host, "k", fk).await;
+    // A table named like a table-valued function of the host's queue SQL.
+    let function = "CREATE TABLE json_each (value)";
+    let function_outcome = queue_batch(&host, "k", function).await;
     call(
         &host,
         "queue-probe",
@@ -318,5 +321,6 @@ async fn an_event_appended_after_a_queue_decoy_is_processed() {
     .await;
     assert_denied(&outcome, "_burrow_queue", attack);
     assert_denied(&fk_outcome, "_burrow_queue", fk);
+    assert_denied(&function_outcome, "json_each", function);
     host.shutdown().await;
 }

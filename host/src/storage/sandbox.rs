@@ -57,6 +57,10 @@ pub(crate) struct Sandbox {
     guest: Arc<AtomicBool>,
     /// Set while a guest statement that changes the schema is prepared.
     schema_change: Arc<AtomicBool>,
+    /// Set while a guest `DROP TABLE` or `ALTER TABLE` is prepared: SQLite
+    /// then deletes or renames the table's row of `sqlite_sequence` in a
+    /// statement of its own.
+    keeping_sequence: Arc<AtomicBool>,
     last_denial: Arc<Mutex<Option<String>>>,
 }
 
@@ -77,7 +81,7 @@ impl Sandbox {
 
     pub(crate) fn enter_guest(&self) -> GuestSql<'_> {
         self.last_denial.lock().unwrap().take();
-        self.schema_change.store(false, Ordering::Relaxed);
+        self.take_schema_change();
         self.guest.store(true, Ordering::Relaxed);
         GuestSql(self)
     }
@@ -85,6 +89,7 @@ impl Sandbox {
     /// Whether a guest statement prepared since the last call changes the
     /// schema (then it must run inside a [`SchemaGuard`]).
     pub(crate) fn take_schema_change(&self) -> bool {
+        self.keeping_sequence.store(false, Ordering::Relaxed);
         self.schema_change.swap(false, Ordering::Relaxed)
     }
 
@@ -96,13 +101,14 @@ impl Sandbox {
         conn: &'c Connection,
         sql: &str,
     ) -> rusqlite::Result<GuestStatement<'c>> {
-        self.schema_change.store(false, Ordering::Relaxed);
+        self.take_schema_change();
         let cached = conn.prepare_cached(sql)?;
         if !self.schema_change.load(Ordering::Relaxed) {
             return Ok(GuestStatement::Cached(cached));
         }
         cached.discard();
-        // Prepared again (the flag is set again) outside the cache.
+        // Prepared again (the flags are set again) outside the cache.
+        self.take_schema_change();
         Ok(GuestStatement::Uncached(conn.prepare(sql)?))
     }
 
@@ -126,7 +132,16 @@ impl Sandbox {
         if changes_schema(&ctx.action) {
             self.schema_change.store(true, Ordering::Relaxed);
         }
-        match refusal(&ctx.action) {
+        if matches!(
+            ctx.action,
+            AuthAction::DropTable { .. }
+                | AuthAction::DropTempTable { .. }
+                | AuthAction::AlterTable { .. }
+        ) {
+            self.keeping_sequence.store(true, Ordering::Relaxed);
+        }
+        let keeping_sequence = self.keeping_sequence.load(Ordering::Relaxed);
+        match refusal(&ctx.action).or_else(|| sequence_refusal(&ctx.action, keeping_sequence)) {
             None => Authorization::Allow,
             Some(reason) => {
                 *self.last_denial.lock().unwrap() = Some(reason);
@@ -140,6 +155,26 @@ impl Sandbox {
 pub(crate) fn is_internal(name: &str) -> bool {
     name.len() >= INTERNAL_PREFIX.len()
         && name.as_bytes()[..INTERNAL_PREFIX.len()].eq_ignore_ascii_case(INTERNAL_PREFIX.as_bytes())
+}
+
+/// Why `action` on `sqlite_sequence` is refused, if it is. That table
+/// holds the host's `AUTOINCREMENT` counters too: a guest that set them
+/// could make the host reuse event ids or run out of them. A guest reads
+/// it; only SQLite's own upkeep for a guest's `DROP TABLE` or `ALTER
+/// TABLE` (the table's own row, deleted or renamed) writes it.
+fn sequence_refusal(action: &AuthAction<'_>, keeping_sequence: bool) -> Option<String> {
+    let table = match *action {
+        AuthAction::Insert { table_name } => table_name,
+        AuthAction::Update { table_name, .. } | AuthAction::Delete { table_name }
+            if !keeping_sequence =>
+        {
+            table_name
+        }
+        _ => return None,
+    };
+    table.eq_ignore_ascii_case("sqlite_sequence").then(|| {
+        "sqlite_sequence is read-only to guest SQL: it holds the host's counters too".to_string()
+    })
 }
 
 /// Whether `action` is part of a statement that changes the schema.
@@ -319,6 +354,16 @@ macro_rules! internal_sql {
     };
 }
 
+/// The row of `sqlite_schema` is a table or view that would shadow a
+/// table-valued function the host's statements use: `json_each(...)`
+/// finds a table of that name first, in `main` or `temp`.
+macro_rules! shadows_function_sql {
+    () => {
+        "(type IN ('table', 'view') AND (lower(name) IN ('json_each', 'json_tree') \
+         OR lower(substr(name, 1, 7)) = 'pragma_'))"
+    };
+}
+
 /// The host's objects in `main`: every object with an internal name or on
 /// an internal table, with its definition.
 const MAIN_INTERNAL_OBJECTS: &str = concat!(
@@ -326,6 +371,8 @@ const MAIN_INTERNAL_OBJECTS: &str = concat!(
     internal_sql!("name"),
     " OR ",
     internal_sql!("tbl_name"),
+    " OR ",
+    shadows_function_sql!(),
     " ORDER BY type, name"
 );
 
@@ -336,6 +383,8 @@ const TEMP_INTERNAL_OBJECTS: &str = concat!(
     internal_sql!("name"),
     " OR ",
     internal_sql!("tbl_name"),
+    " OR ",
+    shadows_function_sql!(),
     " ORDER BY type, name"
 );
 
@@ -455,12 +504,15 @@ fn undo(conn: &Connection) {
     ));
 }
 
+/// What the host keeps for itself, for refusals.
+const HOST_NAMES: &str = "names starting with `_burrow_` belong to the host, and so do the \
+     names of the table-valued functions its statements use (`json_each`, `json_tree`, `pragma_*`)";
+
 /// Why the schema after a guest statement is refused, if it is.
 fn violation(conn: &Connection, before: &[SchemaObject]) -> rusqlite::Result<Option<String>> {
     if let Some(object) = internal_objects(conn, TEMP_INTERNAL_OBJECTS)?.first() {
         return Ok(Some(format!(
-            "the statement would make {} in `temp`; names starting with `{INTERNAL_PREFIX}` \
-             belong to the host",
+            "the statement would make {} in `temp`; {HOST_NAMES}",
             describe(object)
         )));
     }
@@ -472,8 +524,7 @@ fn violation(conn: &Connection, before: &[SchemaObject]) -> rusqlite::Result<Opt
             .or_else(|| before.iter().find(|o| !after.contains(o)))
             .map_or_else(|| "the host's objects".to_string(), describe);
         return Ok(Some(format!(
-            "the statement would make or change {changed}; names starting with \
-             `{INTERNAL_PREFIX}` belong to the host"
+            "the statement would make or change {changed}; {HOST_NAMES}"
         )));
     }
     let foreign_key: Option<(String, String)> = conn
@@ -639,6 +690,15 @@ mod tests {
                     "CREATE TABLE f (x REFERENCES _burrow_queue (id) ON DELETE CASCADE)",
                     "_burrow_queue",
                 ),
+                ("CREATE TABLE json_each (value)", "json_each"),
+                (
+                    "CREATE TEMP TABLE j (value); ALTER TABLE temp.j RENAME TO JSON_TREE",
+                    "JSON_TREE",
+                ),
+                (
+                    "CREATE VIEW pragma_foreign_key_list AS SELECT 1",
+                    "pragma_foreign_key_list",
+                ),
                 (
                     "CREATE TABLE g (x); ALTER TABLE g ADD COLUMN y REFERENCES _Burrow_State",
                     "_Burrow_State",
@@ -661,7 +721,7 @@ mod tests {
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();
-            assert_eq!(kept, ["x", "y", "g"]);
+            assert_eq!(kept, ["x", "j", "y", "g"]);
             // The call's transaction is still open and usable.
             assert!(!state.db.conn.is_autocommit());
             batch(
@@ -692,6 +752,31 @@ mod tests {
             for n in 0..3 {
                 let sql = format!("ALTER TABLE c ADD COLUMN x{n}");
                 state.execute(sql, vec![]).unwrap().unwrap();
+            }
+        }
+
+        #[test]
+        fn sqlite_sequence_is_read_only_but_drop_table_still_clears_it() {
+            let (mut state, _dir) = instance();
+            batch(
+                &mut state,
+                "CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT); INSERT INTO a DEFAULT VALUES;
+                 SELECT * FROM sqlite_sequence; ALTER TABLE a RENAME TO a2; DROP TABLE a2;",
+            )
+            .unwrap();
+            for sql in [
+                "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = '_burrow_queue'",
+                "INSERT INTO sqlite_sequence VALUES ('_burrow_schedule', 9223372036854775807)",
+                "DELETE FROM sqlite_sequence WHERE name = '_burrow_queue'",
+                "CREATE TABLE b (x); DROP TABLE b; DELETE FROM sqlite_sequence;",
+                "CREATE TABLE c (x); ALTER TABLE c RENAME TO d; UPDATE sqlite_sequence SET seq = 0;",
+            ] {
+                match batch(&mut state, sql) {
+                    Err(DbError::Denied(why)) => {
+                        assert!(why.contains("sqlite_sequence"), "{sql}: {why}")
+                    }
+                    other => panic!("{sql}: {other:?}"),
+                }
             }
         }
 
