@@ -45,6 +45,7 @@
 
 pub mod bench;
 mod bindings;
+mod blocking;
 mod cache;
 mod capability;
 mod cell;
@@ -66,6 +67,7 @@ mod instance_state;
 pub mod manifest;
 pub mod queue;
 mod storage;
+mod watchdog;
 pub mod workflow;
 
 pub use config::{ActorOptions, HostConfig, Synchronous};
