@@ -20,6 +20,7 @@ mod loading;
 mod logging;
 mod queue;
 mod sandbox;
+mod sandbox_bounds;
 mod sandbox_limits;
 mod schedules;
 mod transactions;
