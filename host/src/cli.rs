@@ -484,7 +484,12 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                     .ok_or_else(|| Error::NoWorkflow(actor.clone()))?;
                 return Ok(Some(serde_json::to_value(view).unwrap_or(Value::Null)));
             }
-            let inspection = crate::inspect::inspect(&data_dir, &actor, &key)?;
+            let inspection = crate::inspect::inspect(
+                &data_dir,
+                &actor,
+                &key,
+                crate::config::DEFAULT_CALL_TIMEOUT,
+            )?;
             Ok(Some(
                 serde_json::to_value(inspection).unwrap_or(Value::Null),
             ))

@@ -251,6 +251,24 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 /// overloaded) are tried again; meanwhile the timer serves the others.
 pub const SCHEDULE_RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 
+// Issue 12, bounds: every statement bounded in time, memory and length.
+
+/// Largest value (string or blob) and largest row SQLite builds for a guest,
+/// in bytes (`SQLITE_LIMIT_LENGTH`): what one statement may return, so a
+/// larger value could never be read back.
+pub const MAX_SQL_VALUE_BYTES: usize = MAX_QUERY_BYTES;
+/// Most bytes SQLite's heap may grow by while one guest statement runs
+/// (rows it materializes, sorters, expression values); past it the
+/// statement fails with `limit-exceeded`.
+pub const MAX_STATEMENT_MEMORY: usize = 64 << 20;
+/// Most virtual-machine instructions of one prepared statement
+/// (`SQLITE_LIMIT_VDBE_OP`), views and triggers expanded: bounds the memory
+/// a prepared (and cached) statement holds.
+pub const MAX_SQL_PROGRAM_OPS: usize = 100_000;
+/// Most bytes of values `inspect` reads from an instance's tables; past it
+/// the inspection fails with `limit-exceeded`.
+pub const MAX_INSPECT_BYTES: usize = MAX_QUERY_BYTES;
+
 #[cfg(test)]
 mod tests {
     use super::*;

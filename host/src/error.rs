@@ -99,6 +99,17 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// Reading the instance went past one of the host's limits (the bytes
+    /// or memory `inspect` may use); the message names it.
+    #[error("`{actor}/{key}`: {message}")]
+    LimitExceeded {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The limit and what exceeded it.
+        message: String,
+    },
     /// The host is shutting down.
     #[error("the host is shutting down")]
     ShuttingDown,
@@ -198,6 +209,7 @@ impl Error {
             Error::Timeout { .. } => "timeout",
             Error::Overloaded(_) => "overloaded",
             Error::Storage { .. } => "storage",
+            Error::LimitExceeded { .. } => "limit-exceeded",
             Error::ShuttingDown => "shutting-down",
             Error::NoQueue(_) => "no-queue",
             Error::NoWorkflow(_) => "no-workflow",
@@ -223,7 +235,7 @@ impl Error {
             | Error::NoQueue(_)
             | Error::NoWorkflow(_)
             | Error::InvalidEvent { .. } => 400,
-            Error::PayloadTooLarge { .. } => 413,
+            Error::PayloadTooLarge { .. } | Error::LimitExceeded { .. } => 413,
             Error::QueueFull { .. } => 429,
             Error::Conflict { .. } => 503,
             Error::AlreadyExists { .. } => 409,

@@ -68,6 +68,8 @@ impl Host {
     /// Must be called inside a tokio runtime: the host keeps a task that
     /// puts idle instances to sleep.
     pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        // Before the first connection of this process opens.
+        crate::storage::heap::install();
         let data = DataDir::open(&config.data_dir, config.synchronous)?;
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;
@@ -266,10 +268,19 @@ impl Host {
     }
 
     /// State and tables of the instance, read from a separate read-only
-    /// connection (the instance is not woken).
+    /// connection (the instance is not woken). The actor's tables are read
+    /// under the bounds of guest SQL, within the actor's `call_timeout`.
+    /// Blocks: async code calls it on a blocking thread (the HTTP API does).
     pub fn inspect(&self, actor: &str, key: &str) -> Result<Inspection, Error> {
+        let def = self.resolve(actor, key)?;
+        inspect::inspect(self.inner.data.root(), actor, key, def.options.call_timeout)
+    }
+
+    /// The instance's state value as JSON (`null` if never set), read from a
+    /// separate read-only connection. Blocks, like [`Host::inspect`].
+    pub fn state(&self, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
         self.resolve(actor, key)?;
-        inspect::inspect(self.inner.data.root(), actor, key)
+        inspect::state(self.inner.data.root(), actor, key)
     }
 
     /// Keys of `actor`'s instances.

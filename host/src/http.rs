@@ -253,7 +253,8 @@ async fn state(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<axum::Json<Value>> {
     let Path((actor, key)) = path?;
-    Ok(axum::Json(host.inspect(&actor, &key)?.state))
+    let state = off_the_workers(move || host.state(&actor, &key)).await?;
+    Ok(axum::Json(state))
 }
 
 async fn inspect(
@@ -261,10 +262,27 @@ async fn inspect(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<axum::Json<Value>> {
     let Path((actor, key)) = path?;
-    let inspection = host.inspect(&actor, &key)?;
-    Ok(axum::Json(
-        serde_json::to_value(inspection).unwrap_or(Value::Null),
-    ))
+    let inspection = off_the_workers(move || {
+        let inspection = host.inspect(&actor, &key)?;
+        Ok(serde_json::to_value(inspection).unwrap_or(Value::Null))
+    })
+    .await?;
+    Ok(axum::Json(inspection))
+}
+
+/// Runs a read of an instance's database (bounded, but blocking) on a
+/// blocking thread, so that it never holds an async worker.
+async fn off_the_workers<T: Send + 'static>(
+    read: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> ApiResult<T> {
+    match tokio::task::spawn_blocking(read).await {
+        Ok(result) => Ok(result?),
+        Err(e) => Err(ApiError::new(
+            500,
+            "storage",
+            format!("the read failed: {e}"),
+        )),
+    }
 }
 
 async fn list_keys(
@@ -336,10 +354,12 @@ async fn queue(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<axum::Json<Value>> {
     let Path((actor, key)) = path?;
-    let view = host.queue(&actor, &key)?;
-    Ok(axum::Json(
-        serde_json::to_value(view).unwrap_or(Value::Null),
-    ))
+    let view = off_the_workers(move || {
+        let view = host.queue(&actor, &key)?;
+        Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+    })
+    .await?;
+    Ok(axum::Json(view))
 }
 
 async fn workflow(
@@ -347,10 +367,12 @@ async fn workflow(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<axum::Json<Value>> {
     let Path((actor, key)) = path?;
-    let view = host.workflow(&actor, &key)?;
-    Ok(axum::Json(
-        serde_json::to_value(view).unwrap_or(Value::Null),
-    ))
+    let view = off_the_workers(move || {
+        let view = host.workflow(&actor, &key)?;
+        Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+    })
+    .await?;
+    Ok(axum::Json(view))
 }
 
 async fn requeue(

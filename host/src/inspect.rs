@@ -1,18 +1,31 @@
 //! Read-only views of an instance's data, through a separate connection.
+//!
+//! Reading the actor's own tables runs guest-defined SQL (generated
+//! columns, virtual tables), so it is bounded like guest SQL: SQLite's
+//! length limits, the sandbox's authorizer, a deadline (the actor's
+//! `call_timeout`) enforced by the progress handler and the watchdog,
+//! [`MAX_STATEMENT_MEMORY`] of SQLite's heap per statement and
+//! [`MAX_INSPECT_BYTES`] of values in all. The host runs it on a blocking
+//! thread, never on an async worker.
 
 use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde::Serialize;
 
+use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY};
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::queue::{DeadLetter, QueuePolicy, QueuedEvent};
-use crate::storage::instance_db::read_state;
+use crate::storage::heap::{self, Refused};
+use crate::storage::instance_db::{lower_limits, read_state};
 use crate::storage::queue as queue_db;
-use crate::storage::sandbox::is_internal;
+use crate::storage::sandbox::{Sandbox, is_internal};
 use crate::storage::workflow as workflow_db;
 use crate::storage::{instance_path, validate_actor_name, validate_key};
+use crate::watchdog::Watch;
 use crate::workflow::WorkflowView;
 
 /// Rows shown per table.
@@ -77,10 +90,18 @@ pub fn state_to_json(bytes: Option<Vec<u8>>) -> serde_json::Value {
     }
 }
 
-/// Inspects (`actor`, `key`) under the data directory `root`, read-only.
-pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error> {
-    let (conn, created_at) = open(root, actor, key)?;
+/// Inspects (`actor`, `key`) under the data directory `root`, read-only,
+/// reading the actor's tables for at most `timeout`. Blocks: async code
+/// calls it on a blocking thread.
+pub fn inspect(
+    root: &Path,
+    actor: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<Inspection, Error> {
+    let (mut conn, created_at) = open(root, actor, key)?;
     let storage = |e: rusqlite::Error| storage(actor, key, e);
+    let guest = GuestTables::new(&mut conn, timeout).map_err(storage)?;
     let state = state_to_json(read_state(&conn).map_err(storage)?);
     let names: Vec<String> = conn
         .prepare(
@@ -89,8 +110,10 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(storage)?;
     let mut tables = Vec::new();
+    let mut budget = MAX_INSPECT_BYTES;
     for name in names.into_iter().filter(|n| !is_internal(n)) {
-        tables.push(dump_table(&conn, &name).map_err(storage)?);
+        let dump = guest.dump(&conn, &name, &mut budget);
+        tables.push(dump.map_err(|e| e.into_error(actor, key, &name, timeout))?);
     }
     let queue = read_queue(&conn).map_err(storage)?;
     let workflow = read_workflow(&conn).map_err(storage)?;
@@ -103,6 +126,14 @@ pub fn inspect(root: &Path, actor: &str, key: &str) -> Result<Inspection, Error>
         queue,
         workflow,
     })
+}
+
+/// The state value of (`actor`, `key`) under the data directory `root`, as
+/// JSON, read-only.
+pub fn state(root: &Path, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
+    let (conn, _) = open(root, actor, key)?;
+    let state = read_state(&conn).map_err(|e| storage(actor, key, e))?;
+    Ok(state_to_json(state))
 }
 
 /// The queue of (`actor`, `key`) under the data directory `root`, read-only;
@@ -168,6 +199,7 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
         return Err(missing());
     }
     let storage = |e: rusqlite::Error| storage(actor, key, e);
+    heap::install();
     let conn = Connection::open_with_flags(
         &path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -175,6 +207,7 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
     .map_err(storage)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(storage)?;
+    lower_limits(&conn).map_err(storage)?;
     let created_at: Option<i64> = conn
         .query_row(
             "SELECT created_at FROM main._burrow_instance WHERE id = 1",
@@ -188,21 +221,118 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
     Ok((conn, created_at))
 }
 
-fn dump_table(conn: &Connection, name: &str) -> rusqlite::Result<TableDump> {
+/// Reads the actor's own tables under the bounds of guest SQL.
+struct GuestTables {
+    sandbox: Sandbox,
+    deadline: Deadline,
+    watch: Watch,
+}
+
+/// Why reading a table failed.
+enum DumpFailure {
+    Sqlite(rusqlite::Error, Option<Refused>),
+    TooLarge,
+}
+
+impl DumpFailure {
+    fn into_error(self, actor: &str, key: &str, table: &str, timeout: Duration) -> Error {
+        let limit = |message: String| Error::LimitExceeded {
+            actor: actor.into(),
+            key: key.into(),
+            message: format!("inspecting table `{table}`: {message}"),
+        };
+        match self {
+            DumpFailure::TooLarge => limit(format!(
+                "the tables' values shown exceed {MAX_INSPECT_BYTES} bytes"
+            )),
+            DumpFailure::Sqlite(_, Some(Refused::Memory)) => limit(format!(
+                "a statement needed more than {MAX_STATEMENT_MEMORY} bytes of SQLite's heap"
+            )),
+            DumpFailure::Sqlite(e, refused)
+                if refused == Some(Refused::Deadline)
+                    || e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) =>
+            {
+                Error::Timeout {
+                    actor: actor.into(),
+                    key: key.into(),
+                    during: format!("inspect of table `{table}`"),
+                    timeout_ms: timeout.as_millis(),
+                }
+            }
+            DumpFailure::Sqlite(e, _) if e.sqlite_error_code() == Some(ErrorCode::TooBig) => limit(
+                format!("a value or row is larger than {MAX_SQL_VALUE_BYTES} bytes"),
+            ),
+            DumpFailure::Sqlite(e, _) => storage(actor, key, e),
+        }
+    }
+}
+
+impl GuestTables {
+    /// Fences `conn` like an instance connection and starts the deadline.
+    fn new(conn: &mut Connection, timeout: Duration) -> rusqlite::Result<GuestTables> {
+        let sandbox = Sandbox::default();
+        sandbox.install(conn)?;
+        let deadline = Deadline::default();
+        deadline.start(timeout);
+        let watch = Watch::new(conn, deadline.clone());
+        let passed = deadline.clone();
+        conn.progress_handler(1000, Some(move || passed.passed()))?;
+        Ok(GuestTables {
+            sandbox,
+            deadline,
+            watch,
+        })
+    }
+
+    /// The first rows of table `name`, counting their values' bytes
+    /// against `budget` before copying them.
+    fn dump(
+        &self,
+        conn: &Connection,
+        name: &str,
+        budget: &mut usize,
+    ) -> Result<TableDump, DumpFailure> {
+        let _guest = self.sandbox.enter_guest();
+        let _running = self.watch.running();
+        let (dump, refused) = heap::bounded(MAX_STATEMENT_MEMORY, &self.deadline, || {
+            dump_table(conn, name, budget)
+        });
+        dump.map_err(|failure| match failure {
+            DumpFailure::Sqlite(e, _) => DumpFailure::Sqlite(e, refused),
+            other => other,
+        })
+    }
+}
+
+fn dump_table(conn: &Connection, name: &str, budget: &mut usize) -> Result<TableDump, DumpFailure> {
+    let sqlite = |e| DumpFailure::Sqlite(e, None);
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-    let total_rows = conn.query_row(&format!("SELECT count(*) FROM main.{quoted}"), [], |r| {
-        r.get(0)
-    })?;
-    let mut stmt = conn.prepare(&format!("SELECT * FROM main.{quoted} LIMIT {INSPECT_ROWS}"))?;
-    let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+    let total_rows = conn
+        .query_row(&format!("SELECT count(*) FROM main.{quoted}"), [], |r| r.get(0))
+        .map_err(sqlite)?;
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM main.{quoted} LIMIT {INSPECT_ROWS}"))
+        .map_err(sqlite)?;
+    let columns: Vec<String> = heap::uncounted(|| stmt.column_names().map(String::from).collect());
     let width = columns.len();
-    let rows = stmt
-        .query_map([], |row| {
-            (0..width)
-                .map(|i| row.get_ref(i).map(value_to_json))
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = Vec::new();
+    let mut cursor = stmt.raw_query();
+    while let Some(row) = cursor.next().map_err(sqlite)? {
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
+            // As for guest SQL: a zeroblob is expanded here, bounded by
+            // the length limit, and counted before it is copied.
+            let value = heap::uncounted(|| row.get_ref(i)).map_err(sqlite)?;
+            let size = match value {
+                ValueRef::Text(t) => t.len(),
+                ValueRef::Blob(b) => b.len(),
+                _ => 0,
+            } + 8;
+            *budget = budget.checked_sub(size).ok_or(DumpFailure::TooLarge)?;
+            values.push(value_to_json(value));
+        }
+        rows.push(values);
+    }
     Ok(TableDump {
         name: name.into(),
         columns,

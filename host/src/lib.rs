@@ -45,6 +45,7 @@
 
 pub mod bench;
 mod bindings;
+mod blocking;
 mod cache;
 mod capability;
 mod cell;
@@ -67,6 +68,7 @@ pub mod manifest;
 mod presence;
 pub mod queue;
 mod storage;
+mod watchdog;
 pub mod workflow;
 
 pub use config::{ActorOptions, HostConfig, Synchronous};

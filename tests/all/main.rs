@@ -21,6 +21,7 @@ mod loading;
 mod logging;
 mod queue;
 mod sandbox;
+mod sandbox_bounds;
 mod sandbox_limits;
 mod sandbox_names;
 mod schedules;

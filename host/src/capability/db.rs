@@ -9,9 +9,14 @@ use rusqlite::fallible_iterator::FallibleIterator;
 use rusqlite::types::ValueRef;
 
 use crate::bindings::db::{DbError, Host, QueryResult, Value};
-use crate::config::{MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS};
-use crate::deadline::DeadlineExceeded;
+use crate::config::{
+    MAX_QUERY_BYTES, MAX_QUERY_ROWS, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS,
+    MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY,
+};
+use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::instance_state::{ConflictTrap, InstanceState, Refusal, is_busy};
+use crate::storage::heap::{self, Refused};
+use crate::storage::instance_db::InstanceDb;
 use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
 
 impl Host for InstanceState {
@@ -33,7 +38,10 @@ impl Host for InstanceState {
             ))));
         }
         let read_only = self.check_write("db.execute").is_err();
-        let result = execute(&self.db.conn, &self.db.sandbox, &sql, params, read_only);
+        let db = &self.db;
+        let result = bounded(db, &self.deadline, || {
+            execute(&db.conn, &db.sandbox, &sql, params, read_only)
+        });
         self.finish(result)
     }
 
@@ -44,7 +52,10 @@ impl Host for InstanceState {
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
         }
-        let result = execute_batch(&self.db.conn, &self.db.sandbox, &sql);
+        let db = &self.db;
+        let result = bounded(db, &self.deadline, || {
+            execute_batch(&db.conn, &db.sandbox, &sql)
+        });
         self.finish(result)
     }
 }
@@ -62,7 +73,12 @@ impl InstanceState {
     fn finish<T>(&mut self, result: Result<T, Failure>) -> wasmtime::Result<Result<T, DbError>> {
         let result = match result {
             Ok(value) => Ok(Ok(value)),
-            Err(Failure::Sqlite(e, _)) if self.deadline.passed() && is_interrupt(&e) => {
+            // Interrupted by the progress handler or the watchdog, or refused
+            // memory by the allocator, once the deadline passed.
+            Err(Failure::Sqlite(e, _))
+                if self.deadline.passed()
+                    && (is_interrupt(&e) || is_code(&e, ErrorCode::OutOfMemory)) =>
+            {
                 Err(DeadlineExceeded.into())
             }
             // A concurrent call of this instance writes, or committed since
@@ -75,6 +91,26 @@ impl InstanceState {
             self.check_transaction(&format!("{e:?}"))?;
         }
         result
+    }
+}
+
+/// Runs one guest call's SQL under the watchdog (which interrupts it once
+/// the deadline passes) and within [`MAX_STATEMENT_MEMORY`] of SQLite's heap.
+fn bounded<T>(
+    db: &InstanceDb,
+    deadline: &Deadline,
+    run: impl FnOnce() -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    // Dropped after `run` has reset its statements.
+    let _running = db.watch.running();
+    match heap::bounded(MAX_STATEMENT_MEMORY, deadline, run) {
+        (Err(Failure::Sqlite(..)), Some(Refused::Memory)) => {
+            Err(Failure::Guest(DbError::LimitExceeded(format!(
+                "memory of one statement: it needed more than {MAX_STATEMENT_MEMORY} bytes \
+                 of SQLite's heap"
+            ))))
+        }
+        (result, _) => result,
     }
 }
 
@@ -119,8 +155,16 @@ fn sqlite_error(e: rusqlite::Error) -> DbError {
     match e.sqlite_error_code() {
         Some(ErrorCode::ConstraintViolation) => DbError::Constraint(message),
         Some(ErrorCode::AuthorizationForStatementDenied) => DbError::Denied(message),
-        Some(ErrorCode::DiskFull) => DbError::LimitExceeded(format!("database size: {message}")),
-        Some(ErrorCode::TooBig) => DbError::LimitExceeded(message),
+        Some(ErrorCode::DiskFull) => DbError::LimitExceeded(format!(
+            "database size (db_size_limit, which also bounds temp tables): {message}"
+        )),
+        Some(ErrorCode::TooBig) => DbError::LimitExceeded(format!(
+            "length of a value or row: more than {MAX_SQL_VALUE_BYTES} bytes ({message})"
+        )),
+        Some(ErrorCode::OutOfMemory) => DbError::LimitExceeded(format!(
+            "size of the statement: its program exceeds {MAX_SQL_PROGRAM_OPS} instructions, \
+             or SQLite ran out of memory ({message})"
+        )),
         _ => match e {
             rusqlite::Error::SqlInputError { .. } => DbError::InvalidSql(message),
             rusqlite::Error::MultipleStatement => DbError::InvalidSql(
@@ -201,7 +245,7 @@ fn execute(
         };
         bound.map_err(sqlite)?;
     }
-    let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+    let columns: Vec<String> = heap::uncounted(|| stmt.column_names().map(String::from).collect());
     let width = columns.len();
     let mut rows = Vec::new();
     let mut bytes = 0usize;
@@ -215,26 +259,29 @@ fn execute(
         }
         let mut values = Vec::with_capacity(width);
         for i in 0..width {
-            let value = match row.get_ref(i).map_err(sqlite)? {
+            // Reading a value may expand a zeroblob, which rusqlite cannot
+            // fail: it is left out of the statement's account, and bounded
+            // by SQLite's length limit and the check below.
+            let value = heap::uncounted(|| row.get_ref(i)).map_err(sqlite)?;
+            let size = 8 + match value {
+                ValueRef::Text(t) => t.len(),
+                ValueRef::Blob(b) => b.len(),
+                _ => 0,
+            };
+            // Checked before the value is copied.
+            bytes += size;
+            if bytes > MAX_QUERY_BYTES {
+                return Err(Failure::Guest(DbError::LimitExceeded(format!(
+                    "the statement returned more than {MAX_QUERY_BYTES} bytes"
+                ))));
+            }
+            values.push(match value {
                 ValueRef::Null => Value::Null,
                 ValueRef::Integer(v) => Value::Integer(v),
                 ValueRef::Real(v) => Value::Real(v),
-                ValueRef::Text(t) => {
-                    bytes += t.len();
-                    Value::Text(String::from_utf8_lossy(t).into_owned())
-                }
-                ValueRef::Blob(b) => {
-                    bytes += b.len();
-                    Value::Blob(b.to_vec())
-                }
-            };
-            bytes += 8;
-            values.push(value);
-        }
-        if bytes > MAX_QUERY_BYTES {
-            return Err(Failure::Guest(DbError::LimitExceeded(format!(
-                "the statement returned more than {MAX_QUERY_BYTES} bytes"
-            ))));
+                ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+            });
         }
         rows.push(values);
     }

@@ -5,8 +5,12 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::sandbox::Sandbox;
-use crate::config::{DB_BUSY_TIMEOUT, Synchronous};
+use crate::config::{
+    DB_BUSY_TIMEOUT, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS, MAX_SQL_VALUE_BYTES,
+    Synchronous,
+};
 use crate::deadline::Deadline;
+use crate::watchdog::Watch;
 
 /// Guest statements prepared once per connection and kept.
 ///
@@ -33,10 +37,11 @@ CREATE TABLE IF NOT EXISTS main._burrow_state (
 ";
 
 /// An open instance database with its sandbox and the deadline its
-/// progress handler enforces.
+/// progress handler and the watchdog enforce.
 pub(crate) struct InstanceDb {
     pub(crate) conn: Connection,
     pub(crate) sandbox: Sandbox,
+    pub(crate) watch: Watch,
 }
 
 impl InstanceDb {
@@ -47,6 +52,7 @@ impl InstanceDb {
         size_limit: u64,
         deadline: Deadline,
     ) -> rusqlite::Result<InstanceDb> {
+        super::heap::install();
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -61,14 +67,31 @@ impl InstanceDb {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // The guest may not change this pragma: past it, writes fail with
         // a `limit-exceeded` error naming the database size.
-        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-        let pages = i64::try_from(size_limit).unwrap_or(i64::MAX) / page_size.max(1);
-        conn.pragma_update(None, "max_page_count", pages.max(1))?;
+        // Temp tables get the same bound, on their own database.
+        limit_size(&conn, "main", size_limit)?;
+        limit_size(&conn, "temp", size_limit)?;
+        lower_limits(&conn)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        conn.progress_handler(PROGRESS_STEPS, Some(move || deadline.passed()))?;
+        let watch = Watch::new(&conn, deadline.clone());
+        conn.progress_handler(
+            PROGRESS_STEPS,
+            Some(move || {
+                if deadline.passed() {
+                    return true;
+                }
+                // This statement is a long one: let the thread's other
+                // tasks go on elsewhere meanwhile.
+                crate::blocking::hand_off_worker();
+                false
+            }),
+        )?;
         let sandbox = Sandbox::default();
         sandbox.install(&mut conn)?;
-        Ok(InstanceDb { conn, sandbox })
+        Ok(InstanceDb {
+            conn,
+            sandbox,
+            watch,
+        })
     }
 
     /// The recorded creation, or `None` for a database that was never created.
@@ -166,6 +189,38 @@ impl InstanceDb {
     }
 }
 
+/// Bounds the database `schema` of `conn` (`main` or `temp`) to `size_limit`
+/// bytes with `max_page_count`, which guests may not change: past it, writes
+/// fail with a `limit-exceeded` error naming the database size. Setting it
+/// on `temp` opens the temp database, so the bound holds from the first
+/// temp table on.
+fn limit_size(conn: &Connection, schema: &str, size_limit: u64) -> rusqlite::Result<()> {
+    let page_size: i64 = conn.query_row(&format!("PRAGMA {schema}.page_size"), [], |r| r.get(0))?;
+    let pages = i64::try_from(size_limit).unwrap_or(i64::MAX) / page_size.max(1);
+    conn.pragma_update(Some(schema), "max_page_count", pages.max(1))?;
+    Ok(())
+}
+
+/// Lowers SQLite's own limits to the host's, on every connection that runs
+/// guest-defined SQL (instance connections, `inspect`): a value or row, SQL
+/// text, parameters, the size of a statement's program; no attached
+/// databases, no helper threads.
+pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::limits::Limit;
+    let limits = [
+        (Limit::SQLITE_LIMIT_LENGTH, MAX_SQL_VALUE_BYTES),
+        (Limit::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES),
+        (Limit::SQLITE_LIMIT_VARIABLE_NUMBER, MAX_SQL_PARAMS),
+        (Limit::SQLITE_LIMIT_VDBE_OP, MAX_SQL_PROGRAM_OPS),
+        (Limit::SQLITE_LIMIT_ATTACHED, 0),
+        (Limit::SQLITE_LIMIT_WORKER_THREADS, 0),
+    ];
+    for (limit, value) in limits {
+        conn.set_limit(limit, i32::try_from(value).unwrap_or(i32::MAX))?;
+    }
+    Ok(())
+}
+
 /// Reads the state value through any connection to an instance database.
 pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
     conn.prepare("SELECT value FROM main._burrow_state WHERE id = 1")?
@@ -205,6 +260,45 @@ mod tests {
                 .unwrap();
             assert_eq!((mode.as_str(), sync), ("wal", expected));
         }
+    }
+
+    #[test]
+    fn sqlite_limits_are_the_hosts_and_temp_tables_are_bounded_too() {
+        use rusqlite::limits::Limit;
+        let dir = tempfile::tempdir().unwrap();
+        let db = InstanceDb::open(
+            &dir.path().join("i.sqlite"),
+            Synchronous::Normal,
+            1 << 20,
+            Deadline::default(),
+        )
+        .unwrap();
+        let limit = |l| db.conn.limit(l).unwrap() as usize;
+        assert_eq!(limit(Limit::SQLITE_LIMIT_LENGTH), MAX_SQL_VALUE_BYTES);
+        assert_eq!(limit(Limit::SQLITE_LIMIT_SQL_LENGTH), MAX_SQL_BYTES);
+        assert_eq!(limit(Limit::SQLITE_LIMIT_VARIABLE_NUMBER), MAX_SQL_PARAMS);
+        assert_eq!(limit(Limit::SQLITE_LIMIT_VDBE_OP), MAX_SQL_PROGRAM_OPS);
+        assert_eq!(limit(Limit::SQLITE_LIMIT_ATTACHED), 0);
+        let pages = |schema: &str| -> i64 {
+            db.conn
+                .query_row(&format!("PRAGMA {schema}.max_page_count"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(pages("main"), (1 << 20) / 4096);
+        assert_eq!(pages("temp"), (1 << 20) / 4096);
+        db.conn
+            .execute_batch(
+                "CREATE TEMP TABLE t (x);
+                 INSERT INTO t SELECT zeroblob(100000) FROM
+                   (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 10)
+                    SELECT i FROM n);",
+            )
+            .expect("under the bound");
+        let e = db
+            .conn
+            .execute_batch("INSERT INTO t SELECT x FROM t")
+            .expect_err("past the bound");
+        assert_eq!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DiskFull));
     }
 
     #[test]
