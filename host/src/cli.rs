@@ -260,7 +260,12 @@ pub fn exit_code(code: &str) -> u8 {
         | "invalid-event" | "payload-too-large" | "no-queue" | "no-workflow" => 4,
         "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,
-        "timeout" | "overloaded" | "shutting-down" | "queue-full" | "conflict" | "timed-out"
+        "timeout"
+        | "overloaded"
+        | "shutting-down"
+        | "queue-full"
+        | "conflict"
+        | "timed-out"
         | "too-many-connections" => 7,
         "already-exists" => 8,
         _ => 1,

@@ -269,37 +269,6 @@ pub const MAX_SQL_PROGRAM_OPS: usize = 100_000;
 /// the inspection fails with `limit-exceeded`.
 pub const MAX_INSPECT_BYTES: usize = MAX_QUERY_BYTES;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("30").unwrap_err().contains("no unit"));
-        assert!(
-            parse_duration("3 days")
-                .unwrap_err()
-                .contains("unknown unit")
-        );
-        assert!(parse_duration("ms").is_err());
-    }
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("12MB").unwrap_err().contains("unknown unit"));
-        assert!(
-            parse_size("99999999999999GiB")
-                .unwrap_err()
-                .contains("too large")
-        );
-    }
-}
-
 // Issue 12, edges: durability of the index, step timeouts, connections and
 // failure text.
 
@@ -331,4 +300,35 @@ pub const MAX_CLIENT_MESSAGE_BYTES: usize = 4096;
 /// workflows of every other instance.
 pub fn max_connected_instances(max_awake: usize) -> usize {
     max_awake / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("3 days")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("12MB").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_size("99999999999999GiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
 }

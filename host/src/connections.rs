@@ -99,7 +99,10 @@ impl Hub {
         limits: Limits,
     ) -> Result<Connection, Error> {
         let mut channels = self.channels.lock().unwrap();
-        let instance = channels.by_address.get(address).map_or(0, |c| c.connections);
+        let instance = channels
+            .by_address
+            .get(address)
+            .map_or(0, |c| c.connections);
         let refused = if instance >= limits.per_instance {
             Some(format!(
                 "`{}/{}` has {instance} connections, the most one instance of `{}` may have \

@@ -130,12 +130,22 @@ async fn guest_text_cannot_forge_log_lines_and_failures_are_cut() {
     let host = start(dir.path(), &[probe(), queue, talk]).await;
     let forged = "FORGED-5521 ERROR burrow: all is lost";
     let shout = format!("marker-5521\n{forged}\r\u{1b}[2K");
-    call(&host, "probe", "k", "shout", &serde_json::json!([shout]).to_string()).await;
+    call(
+        &host,
+        "probe",
+        "k",
+        "shout",
+        &serde_json::json!([shout]).to_string(),
+    )
+    .await;
 
     // An action's failure reaches the caller cut and escaped.
     let long = format!("{}\n{forged}", "z".repeat(100_000));
     let args = serde_json::json!([format!("code\n{forged}"), long]).to_string();
-    let e = host.call("probe", "k", "fail_with", &args).await.unwrap_err();
+    let e = host
+        .call("probe", "k", "fail_with", &args)
+        .await
+        .unwrap_err();
     let burrow::Error::Failed { code, message, .. } = &e else {
         panic!("{e}")
     };
@@ -149,28 +159,49 @@ async fn guest_text_cannot_forge_log_lines_and_failures_are_cut() {
 
     // A failed event's error is kept as its dead letter's error.
     let payload = serde_json::json!(format!("{}\n{forged}", "q".repeat(100_000))).to_string();
-    host.send("queue-probe", "q", "fail_loudly", &payload, Default::default())
-        .await
-        .unwrap();
-    let error = eventually(std::time::Duration::from_secs(10), "the dead letter", async || {
-        let view = host.queue("queue-probe", "q").unwrap();
-        view.dead_letters.first().map(|d| d.error.clone())
-    })
+    host.send(
+        "queue-probe",
+        "q",
+        "fail_loudly",
+        &payload,
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let error = eventually(
+        std::time::Duration::from_secs(10),
+        "the dead letter",
+        async || {
+            let view = host.queue("queue-probe", "q").unwrap();
+            view.dead_letters.first().map(|d| d.error.clone())
+        },
+    )
     .await;
-    assert!(error.len() <= MAX, "a dead letter's error of {} bytes", error.len());
+    assert!(
+        error.len() <= MAX,
+        "a dead letter's error of {} bytes",
+        error.len()
+    );
     assert!(!error.contains('\n'), "{error}");
 
-    eventually(std::time::Duration::from_secs(10), "the schedule's failure in the log", async || {
-        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
-        text.contains("sched-5521").then_some(())
-    })
+    eventually(
+        std::time::Duration::from_secs(10),
+        "the schedule's failure in the log",
+        async || {
+            let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+            text.contains("sched-5521").then_some(())
+        },
+    )
     .await;
     host.shutdown().await;
 
     let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let mine: Vec<&str> = text.lines().filter(|l| l.contains("5521")).collect();
     for line in &mine {
-        assert!(!line.starts_with("FORGED-5521"), "a forged log line: {line}");
+        assert!(
+            !line.starts_with("FORGED-5521"),
+            "a forged log line: {line}"
+        );
         assert!(!line.contains('\r') && !line.contains('\u{1b}'), "{line:?}");
     }
     let logged = mine
@@ -178,9 +209,9 @@ async fn guest_text_cannot_forge_log_lines_and_failures_are_cut() {
         .find(|l| l.contains("log: marker-5521"))
         .unwrap_or_else(|| panic!("no log line in:\n{text}"));
     assert!(logged.contains("marker-5521\\nFORGED-5521"), "{logged}");
-    let scheduled = mine
-        .iter()
-        .find(|l| l.contains("sched-5521"))
-        .unwrap();
-    assert!(scheduled.contains("sched-5521\\nFORGED-5521"), "{scheduled}");
+    let scheduled = mine.iter().find(|l| l.contains("sched-5521")).unwrap();
+    assert!(
+        scheduled.contains("sched-5521\\nFORGED-5521"),
+        "{scheduled}"
+    );
 }

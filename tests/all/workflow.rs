@@ -530,5 +530,9 @@ async fn a_step_cannot_ask_for_a_timeout_past_the_host_maximum() {
     }
     let begun = Instant::now();
     host.shutdown().await;
-    assert!(begun.elapsed() < Duration::from_secs(5), "{:?}", begun.elapsed());
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
 }

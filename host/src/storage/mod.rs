@@ -373,6 +373,7 @@ mod tests {
             .expect("second open must fail");
         assert!(err.to_string().contains("another burrow host"), "{err}");
         drop(first);
-        DataDir::open(tmp.path(), Synchronous::Normal).expect("the lock is released with the first host");
+        DataDir::open(tmp.path(), Synchronous::Normal)
+            .expect("the lock is released with the first host");
     }
 }

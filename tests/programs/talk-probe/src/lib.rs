@@ -168,6 +168,16 @@ fn on_disconnect(id: u64) -> Result<()> {
     events::broadcast("bye", &id)
 }
 
+/// Broadcasts `n` events `tick` with payloads `{"i": 0..n, "pad": ...}`
+/// of about `pad` bytes each: enough of them fill a client's socket.
+fn broadcast_many_padded(n: u32, pad: usize) -> Result<()> {
+    let pad = "p".repeat(pad);
+    for i in 0..n {
+        events::broadcast("tick", &serde_json::json!({ "i": i, "pad": pad }))?;
+    }
+    Ok(())
+}
+
 /// Fails with the guest's own `code` and `message`.
 fn fail_with(code: String, message: String) -> Result<()> {
     Err(Error::new(code, message))
@@ -192,6 +202,6 @@ burrow_sdk::actor! {
     actions: [
         later, later_at, every, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
         notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
-        broadcast_then_fail, connections, fail_with,
+        broadcast_then_fail, connections, fail_with, broadcast_many_padded,
     ],
 }
