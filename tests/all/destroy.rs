@@ -113,3 +113,77 @@ async fn a_destroyed_instance_leaves_nothing_running_in_its_successor() {
     }
     host.shutdown().await;
 }
+
+/// Destroy stops a busy pump whose workers take a while to go (their sleep
+/// hooks): requeues meanwhile must not start a new pump on the old files.
+/// Its workers, closed after the instance is created anew, would delete
+/// the new instance's WAL, and a new connection would miss what the new
+/// instance committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn requeues_during_destroy_start_nothing_on_the_old_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe_of_dead_letters()]).await;
+    for round in 0..3 {
+        let key = format!("k{round}");
+        let config = r#"{"concurrency": 4, "sleep_hook_ms": 150}"#;
+        host.create(ACTOR, &key, config).await.unwrap();
+        // Events that always fail: requeued, each is a dead letter again.
+        let events: Vec<Value> = (0..40).map(|_| json!({"type": "fail"})).collect();
+        call(&host, ACTOR, &key, "enqueue", &json!([events]).to_string()).await;
+        let ids = eventually(LONG, "the dead letters", async || {
+            let view = host.queue(ACTOR, &key).unwrap();
+            (view.pending_count == 0 && view.dead_letters.len() == 40)
+                .then(|| view.dead_letters.iter().map(|d| d.id).collect::<Vec<_>>())
+        })
+        .await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let requeuers: Vec<_> = ids
+            .chunks(10)
+            .map(|ids| {
+                let (host, key, stop, ids) =
+                    (host.clone(), key.clone(), stop.clone(), ids.to_vec());
+                tokio::spawn(async move {
+                    for id in ids.iter().cycle() {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let _ = host.requeue(ACTOR, &key, *id).await;
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        host.destroy(ACTOR, &key).await.unwrap();
+        host.create(ACTOR, &key, r#"{"concurrency": 4}"#)
+            .await
+            .unwrap();
+        call(&host, ACTOR, &key, "heal", "[]").await;
+        stop.store(true, Ordering::Relaxed);
+        for requeuer in requeuers {
+            requeuer.await.unwrap();
+        }
+        // Time for anything left of the old instance to end.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // A new connection reads the WAL by its name.
+        let inspection = host
+            .inspect(ACTOR, &key)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let healed = inspection
+            .tables
+            .iter()
+            .find(|t| t.name == "healed")
+            .expect("the table exists");
+        assert_eq!(
+            healed.total_rows, 1,
+            "round {round}: a new connection misses what the new instance committed"
+        );
+        let view = host.queue(ACTOR, &key).unwrap();
+        assert_eq!(view.pending_count, 0, "round {round}: an old event came in");
+        assert!(
+            view.dead_letters.is_empty(),
+            "round {round}: an old event came in"
+        );
+    }
+    host.shutdown().await;
+}

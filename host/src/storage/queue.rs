@@ -412,7 +412,10 @@ mod tests {
         let conn = queue();
         let id = push(&conn, "a", 0, None, 1);
         assert!(delete(&conn, id).unwrap());
-        assert!(!delete(&conn, id).unwrap(), "a second deletion is told apart");
+        assert!(
+            !delete(&conn, id).unwrap(),
+            "a second deletion is told apart"
+        );
     }
 
     #[test]

@@ -25,6 +25,9 @@ struct Config {
     /// refused; `select_errors` tells what the guest heard).
     #[serde(default)]
     select_writes: bool,
+    /// How long the sleep hook takes (a worker runs it when its pump ends).
+    #[serde(default)]
+    sleep_hook_ms: Option<u64>,
 }
 
 thread_local! {
@@ -324,9 +327,18 @@ fn rows(table: String) -> Result<i64> {
     db::query_one(&format!("SELECT count(*) FROM \"{table}\""), ())?.get(0)
 }
 
+/// The sleep hook: takes `sleep_hook_ms` if configured.
+fn slow_sleep() -> Result<()> {
+    if let Some(ms) = config().sleep_hook_ms {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    Ok(())
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
+    sleep: slow_sleep,
     queue: { policy: policy(), process: process, select: select },
     actions: [enqueue, enqueue_then_fail, log, counter, heal, select_errors, batch, rows],
 }
