@@ -1,11 +1,14 @@
-//! Keeping long SQLite work from starving the tokio workers.
+//! Keeping SQLite work from starving the tokio workers.
 //!
 //! A guest statement runs synchronously inside a host function, on the
-//! worker thread that polls the call. Once a statement has run for a while
-//! (SQLite's progress handler fires every few thousand virtual-machine
-//! steps), the worker hands its other tasks to a fresh thread
-//! (`block_in_place`) and the statement finishes on this one, which leaves
-//! the worker pool when the call next yields. Short statements pay nothing.
+//! thread that polls the call. Before each guest call's SQL, and whenever
+//! SQLite's progress handler fires (every few thousand virtual-machine
+//! steps, host statements included), a worker of a multi-thread runtime
+//! hands its other tasks to another thread (`block_in_place`); the
+//! statement runs on this one, which leaves the worker pool when the call
+//! next yields. Most of a statement's cost is thus never paid on a worker
+//! that other tasks wait for, and a statement that SQLite cannot interrupt
+//! holds only its own call.
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 

@@ -94,13 +94,18 @@ impl InstanceState {
     }
 }
 
-/// Runs one guest call's SQL under the watchdog (which interrupts it once
-/// the deadline passes) and within [`MAX_STATEMENT_MEMORY`] of SQLite's heap.
+/// Runs one guest call's SQL off the async workers, under the watchdog
+/// (which interrupts it once the deadline passes) and within
+/// [`MAX_STATEMENT_MEMORY`] of SQLite's heap.
 fn bounded<T>(
     db: &InstanceDb,
     deadline: &Deadline,
     run: impl FnOnce() -> Result<T, Failure>,
 ) -> Result<T, Failure> {
+    // One call of a built-in function (`instr` on two large values, say)
+    // can run long without reaching any check of SQLite's: the worker's
+    // other tasks move to another thread first.
+    crate::blocking::hand_off_worker();
     // Dropped after `run` has reset its statements.
     let _running = db.watch.running();
     match heap::bounded(MAX_STATEMENT_MEMORY, deadline, run) {
