@@ -176,8 +176,18 @@ impl Cell {
         store.set_epoch_deadline(1);
         let instantiated = def.pre.instantiate_async(&mut store).await;
         store.data().deadline.clear();
-        let exports = instantiated
-            .map_err(|e| trap_error(&name, "instantiation", def.options.call_timeout, e))?;
+        let exports = instantiated.map_err(|e| {
+            // Every slot of the engine's pool holds an instance (background
+            // work's workers count too): the host is full, the guest did
+            // nothing wrong.
+            if let Some(full) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+                return Error::Overloaded(format!(
+                    "an instance of `{}` cannot start: {full}; raise --max-awake or try again",
+                    name.actor
+                ));
+            }
+            trap_error(&name, "instantiation", def.options.call_timeout, e)
+        })?;
         let mut cell = Cell {
             store,
             exports,

@@ -244,14 +244,14 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is too large"))
 }
 
-// Issue 12, runtime: the host's timer and its retries.
+// The host's timer and its retries.
 
 /// Wait before the schedules of an instance whose schedule run could not
 /// start or failed (its database cannot be opened, the host is
 /// overloaded) are tried again; meanwhile the timer serves the others.
 pub const SCHEDULE_RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 
-// Issue 12, bounds: every statement bounded in time, memory and length.
+// Every guest statement bounded in time, memory and length.
 
 /// Largest value (string or blob) and largest row SQLite builds for a guest,
 /// in bytes (`SQLITE_LIMIT_LENGTH`): what one statement may return, so a
@@ -269,8 +269,7 @@ pub const MAX_SQL_PROGRAM_OPS: usize = 100_000;
 /// the inspection fails with `limit-exceeded`.
 pub const MAX_INSPECT_BYTES: usize = MAX_QUERY_BYTES;
 
-// Issue 12, edges: durability of the index, step timeouts, connections and
-// failure text.
+// Step timeouts, client connections and failure text.
 
 /// Longest timeout a workflow step may ask for (`StepOptions::timeout`),
 /// unless the actor's `call_timeout` is longer (then that is the longest).

@@ -226,6 +226,18 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// Whether this connection's instance is still the one at its address
+    /// (no destroy closed its channel).
+    pub(crate) fn is_current(&self) -> bool {
+        self.hub
+            .channels
+            .lock()
+            .unwrap()
+            .by_address
+            .get(&self.address)
+            .is_some_and(|channel| channel.id == self.channel)
+    }
+
     /// Waits for the next event.
     pub(crate) async fn next(&mut self) -> Received {
         match self.receiver.recv().await {

@@ -913,8 +913,17 @@ impl Host {
         Ok(connection)
     }
 
-    /// Runs the disconnect hook of connection `id` (already dropped).
-    pub(crate) async fn disconnect(&self, actor: &str, key: &str, id: u64) -> Result<(), Error> {
+    /// Unregisters `connection` and runs its disconnect hook, unless the
+    /// instance it was made to is gone: being destroyed, or destroyed and
+    /// followed by a new instance at the same address, whose hook must not
+    /// hear of connections it never accepted.
+    pub(crate) async fn disconnect(
+        &self,
+        actor: &str,
+        key: &str,
+        connection: Connection,
+    ) -> Result<(), Error> {
+        let id = connection.id;
         let def = self.resolve(actor, key)?;
         let address = Address {
             actor: def.name.clone(),
@@ -924,6 +933,12 @@ impl Host {
         let Some(_lease) = self.inner.presence.lease(&address) else {
             return Ok(());
         };
+        // Checked under the lease, so no destroy can come in between.
+        let current = connection.is_current();
+        drop(connection);
+        if !current {
+            return Ok(());
+        }
         ConflictRetry::run(self.call_timeout(actor), || {
             self.with_cell(actor, key, Origin::MustExist, async |cell| {
                 cell.disconnect(id).await

@@ -38,7 +38,7 @@ use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT};
-use crate::connections::Received;
+use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::Host;
 use crate::queue::api::SendOptions;
@@ -447,20 +447,18 @@ struct OpenConnection {
     host: Host,
     actor: String,
     key: String,
-    connection: Option<crate::connections::Connection>,
+    connection: Option<Connection>,
 }
 
 impl OpenConnection {
-    fn connection(&mut self) -> &mut crate::connections::Connection {
+    fn connection(&mut self) -> &mut Connection {
         self.connection.as_mut().expect("open until closed")
     }
 
     /// Unregisters the connection and runs the disconnect hook.
     async fn close(mut self) {
         if let Some(connection) = self.connection.take() {
-            let id = connection.id;
-            drop(connection);
-            disconnect(&self.host, &self.actor, &self.key, id).await;
+            disconnect(&self.host, &self.actor, &self.key, connection).await;
         }
     }
 }
@@ -471,7 +469,6 @@ impl Drop for OpenConnection {
             return;
         };
         let id = connection.id;
-        drop(connection);
         let (host, actor, key) = (
             self.host.clone(),
             std::mem::take(&mut self.actor),
@@ -479,7 +476,7 @@ impl Drop for OpenConnection {
         );
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move { disconnect(&host, &actor, &key, id).await });
+                runtime.spawn(async move { disconnect(&host, &actor, &key, connection).await });
             }
             Err(_) => tracing::warn!(
                 %actor, %key, connection = id,
@@ -489,9 +486,10 @@ impl Drop for OpenConnection {
     }
 }
 
-/// Runs the disconnect hook of connection `id`.
-async fn disconnect(host: &Host, actor: &str, key: &str, id: u64) {
-    match host.disconnect(actor, key, id).await {
+/// Unregisters `connection` and runs its disconnect hook.
+async fn disconnect(host: &Host, actor: &str, key: &str, connection: Connection) {
+    let id = connection.id;
+    match host.disconnect(actor, key, connection).await {
         Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
         Err(e) => {
             tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")

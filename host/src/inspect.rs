@@ -308,7 +308,9 @@ fn dump_table(conn: &Connection, name: &str, budget: &mut usize) -> Result<Table
     let sqlite = |e| DumpFailure::Sqlite(e, None);
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
     let total_rows = conn
-        .query_row(&format!("SELECT count(*) FROM main.{quoted}"), [], |r| r.get(0))
+        .query_row(&format!("SELECT count(*) FROM main.{quoted}"), [], |r| {
+            r.get(0)
+        })
         .map_err(sqlite)?;
     let mut stmt = conn
         .prepare(&format!("SELECT * FROM main.{quoted} LIMIT {INSPECT_ROWS}"))

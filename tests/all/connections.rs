@@ -339,3 +339,38 @@ async fn a_client_message_past_the_limit_ends_the_connection() {
     assert_eq!(seen[1].1, "disconnect", "{seen:?}");
     server.stop().await;
 }
+
+/// A connection closed by a destroy belongs to the destroyed instance: its
+/// disconnect hook never runs in the instance created after it at the same
+/// key, however late the connection's own task gets to it. Here the task
+/// is held up writing events to a client that does not read, so it learns
+/// of the close only after the destroy returned and the key was re-created.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_closed_by_destroy_is_not_disconnected_from_the_next_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[talk_probe()]).await;
+    let server = Server::start(host.clone()).await;
+    let probe = server.client().actor("talk-probe", "k");
+    let mut stalled = probe.subscribe(None).await.unwrap();
+    // About 4 MB of events the client leaves unread: the server's task
+    // waits in a write until the client reads again.
+    probe
+        .call::<_, ()>("broadcast_many_padded", &(1000, 4096))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    host.destroy("talk-probe", "k").await.unwrap();
+    let _: i64 = probe.call("note", &("new",)).await.unwrap();
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(_)) = stalled.next().await {}
+    });
+    drained.await.expect("destroy closes the connection");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = hooks_seen(&host, "k").await;
+    assert!(
+        seen.is_empty(),
+        "the new instance heard of the old one's connection: {seen:?}"
+    );
+    assert_eq!(host.connections(), 0);
+    server.stop().await;
+}
