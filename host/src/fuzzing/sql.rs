@@ -614,7 +614,7 @@ impl Name {
 
     fn encode(&self, w: &mut Writer) {
         w.byte(self.base);
-        w.byte(self.schema % 3 | (self.odd_case as u8) << 2 | (self.quoted as u8) << 3);
+        w.byte((self.schema % 3) | ((self.odd_case as u8) << 2) | ((self.quoted as u8) << 3));
     }
 
     /// The name alone, in its case, without quotes.
