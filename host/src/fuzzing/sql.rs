@@ -2309,46 +2309,59 @@ mod tests {
         }
     }
 
+    /// Renames between guest names, temp objects, generated columns, triggers
+    /// on guest tables, steps, the runner and inspect keep working.
     #[test]
     fn guest_sql_that_works_keeps_the_invariants() {
         replay("guest-sql-that-works");
     }
 
+    /// Internal names in temp, temp triggers on host tables, odd case.
     #[test]
     fn what_the_sandbox_refused_already_stays_refused() {
         replay("refused-already");
     }
 
+    /// `ALTER TABLE temp.x RENAME TO _burrow_state`, then the state is set
+    /// and read: the host reads and writes its own table.
     #[test]
     fn a_temp_table_renamed_to_the_state_does_not_take_its_place() {
         replay("rename-temp-to-state");
     }
 
+    /// A guest table shaped like `_burrow_schedule` with a costly `AFTER
+    /// DELETE` trigger, renamed to it before the first schedule.
     #[test]
     fn a_trigger_renamed_into_the_schedules_never_runs_in_the_runner() {
         replay("schedule-trigger");
     }
 
+    /// `SELECT zeroblob(400000000), zeroblob(400000000), zeroblob(400000000)`.
     #[test]
     fn a_row_of_zeroblobs_is_bounded_in_memory_and_time() {
         replay("zeroblob-row");
     }
 
+    /// `SELECT length(randomblob(999999999)) + length(randomblob(999999999))`.
     #[test]
     fn a_sum_of_randomblobs_is_bounded_in_time() {
         replay("randomblob-sum");
     }
 
+    /// A guest table with `REFERENCES _burrow_queue(id) ON DELETE CASCADE`
+    /// and a trigger on it, then an event is processed.
     #[test]
     fn a_foreign_key_into_the_queue_is_refused() {
         replay("foreign-key-into-queue");
     }
 
+    /// `CREATE INDEX _bUrRoW_x ON t (a)`.
     #[test]
     fn an_index_with_an_internal_name_is_refused() {
         replay("index-with-internal-name");
     }
 
+    /// `ALTER TABLE main.t RENAME TO _bUrRoW_sChEdUlE`, then a schedule.
     #[test]
     fn a_rename_to_an_internal_name_in_odd_case_is_refused() {
         replay("rename-to-odd-case");
