@@ -13,7 +13,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(imports http component args)
+    targets=(imports http component args sql)
 fi
 
 rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal

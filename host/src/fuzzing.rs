@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+pub mod sql;
+
 use wasmtime::StoreLimits;
 
 use crate::bindings::db::{DbError, Host as _, Value};
@@ -156,13 +158,11 @@ impl ImportSession {
     pub fn new() -> ImportSession {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let deadline = Deadline::default();
-        let db = InstanceDb::open(
-            &dir.path().join("fuzz.sqlite"),
-            Synchronous::Off,
-            8 << 20,
-            deadline.clone(),
-        )
-        .expect("open the database");
+        // Where the host keeps the instance, so that `inspect` finds it.
+        let path = crate::storage::instance_path(dir.path(), "fuzz", "key");
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("the actor's directory");
+        let db = InstanceDb::open(&path, Synchronous::Off, 8 << 20, deadline.clone())
+            .expect("open the database");
         db.create_schema().expect("internal tables");
         db.ensure_queue_schema().expect("queue tables");
         db.ensure_workflow_schema().expect("workflow tables");

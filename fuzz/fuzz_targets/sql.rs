@@ -1,0 +1,20 @@
+//! SQL semantics at the guest boundary: sequences of guest DDL and DML
+//! from a grammar (renames to guest and to `_burrow_*` names in any case,
+//! `temp.` and `main.` names, temp objects, triggers with costly bodies,
+//! views, indexes with internal names, foreign keys into internal tables,
+//! generated columns, huge blobs, cross joins and recursive CTEs),
+//! interleaved with the host's own work (state, queue appends, processed
+//! and failed events, schedules and their runner, workflow steps,
+//! inspect). The input is decoded by `burrow::fuzzing::sql::decode`;
+//! after every operation the session checks that the host's tables are
+//! the host's and hold what it acknowledged, that no guest trigger fired
+//! inside the host's statements, that the operation ended by its deadline
+//! and that SQLite's memory stayed under its bound.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    burrow::fuzzing::sql::run(data);
+});
