@@ -14,6 +14,7 @@
 //! created and removed through a cap-std [`Dir`] rooted at the data
 //! directory; SQLite itself opens the derived path.
 
+pub(crate) mod functions;
 pub(crate) mod heap;
 pub(crate) mod index;
 pub(crate) mod instance_db;
