@@ -268,6 +268,11 @@ pub const MAX_SQL_PROGRAM_OPS: usize = 100_000;
 /// Most bytes of values `inspect` reads from an instance's tables; past it
 /// the inspection fails with `limit-exceeded`.
 pub const MAX_INSPECT_BYTES: usize = MAX_QUERY_BYTES;
+/// Longest pattern of a guest's `LIKE` or `GLOB`, in bytes
+/// (`SQLITE_LIMIT_LIKE_PATTERN_LENGTH`, SQLite's default 50,000): bounds
+/// the matcher's recursion, one level per wildcard, and its work per
+/// character of the string; the call's deadline bounds the rest.
+pub const MAX_LIKE_PATTERN_BYTES: usize = 1_000;
 
 // Step timeouts, client connections and failure text.
 

@@ -274,6 +274,8 @@ impl GuestTables {
         sandbox.install(conn)?;
         let deadline = Deadline::default();
         deadline.start(timeout);
+        // After `lower_limits`, in `open`: the matchers read the pattern limit.
+        crate::storage::functions::register(conn, &deadline)?;
         let watch = Watch::new(conn, deadline.clone());
         let passed = deadline.clone();
         conn.progress_handler(1000, Some(move || passed.passed()))?;

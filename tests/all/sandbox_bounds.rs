@@ -372,10 +372,11 @@ async fn inspect_of_huge_generated_values_is_refused_by_its_limits() {
 async fn inspect_of_expensive_generated_values_ends_at_the_call_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[hostile_probe(), counter()]).await;
-    // Each value scans 4 MB for a 4 kB needle, comparing up to 4 kB at
-    // every position: about a second per row, in one call of `instr` (that
-    // depends on the row, so that SQLite cannot compute it once).
-    let expr = "instr(zeroblob(4000000 + id) || x'01', zeroblob(4000) || x'01')";
+    // Each value matches a 4 MB text against a pattern that backtracks at
+    // every character: seconds per row, in one call of `like` (that depends
+    // on the row, so that SQLite cannot compute it once).
+    let expr = "replace(hex(zeroblob(2000000 + id)), '0', 'a')
+                LIKE '%' || replace(hex(zeroblob(400)), '0', 'a') || 'b'";
     generated_table(&host, "slow", expr, 100).await;
     let bystander = Bystander::start(&host);
     let (took, got) = inspect(&host, "slow").await;
@@ -414,4 +415,79 @@ async fn a_long_statement_does_not_hold_the_only_worker() {
     assert_eq!(e.code(), "timeout", "{e}");
     assert!(took < TIMEOUT + MARGIN, "{took:?}");
     bystander.answered("one worker").await;
+}
+
+/// Built-in functions whose C implementations are quadratic answer in time
+/// linear in their arguments, even on values at the length limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn instr_replace_and_trim_of_huge_values_answer_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[hostile_probe()]).await;
+    call(&host, "probe", "i", "count", "[]").await;
+    // SQLite's would compare up to 8 MB at each of 16 M positions (`instr`),
+    // 2 MB at each of 4 M (`replace`), or look through 2 M characters of
+    // the set for each of 4 M (`ltrim`): hours.
+    let cases = [
+        (
+            "SELECT instr(zeroblob(16000000) || x'01', zeroblob(8000000) || x'01')",
+            json!(8000001),
+        ),
+        (
+            "SELECT length(replace(hex(zeroblob(2000000)), hex(zeroblob(1000000)) || '1', 'x'))",
+            json!(4000000),
+        ),
+        (
+            "SELECT length(ltrim(hex(zeroblob(2000000)) || 'x',
+                                 replace(hex(zeroblob(1000000)), '0', '1') || '0'))",
+            json!(1),
+        ),
+    ];
+    for (sql, expected) in cases {
+        let (took, got) = attack(&host, "i", sql).await;
+        let value = got.unwrap_or_else(|e| panic!("{sql}: the call failed after {took:?}: {e}"));
+        assert_eq!(
+            value["rows"],
+            json!([[expected]]),
+            "{sql}: {}",
+            short(&value)
+        );
+        assert!(took < TIMEOUT, "{sql}: {took:?}");
+    }
+}
+
+/// A pattern that backtracks over a 16 MB text (at each of its 16 M
+/// characters, the pattern's 998 characters are compared) is ended by the
+/// call's deadline, in each form of LIKE and GLOB.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backtracking_like_or_glob_ends_at_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[hostile_probe(), counter()]).await;
+    call(&host, "probe", "p", "count", "[]").await;
+    let bystander = Bystander::start(&host);
+    let text = "replace(hex(zeroblob(8000000)), '0', 'a')";
+    let run = |c: &str| format!("replace(hex(zeroblob(499)), '0', '{c}')");
+    let a = run("a");
+    // `_` right after `%` is skipped by a character, not backtracked.
+    let any = "replace(hex(zeroblob(249)), '0', 'a_')";
+    let attacks = [
+        format!("SELECT {text} LIKE '%' || {a} || 'b'"),
+        format!("SELECT {text} LIKE '%' || {any} || 'b'"),
+        format!("SELECT {text} LIKE '%' || substr({a}, 2) || '!%' ESCAPE '!'"),
+        format!("SELECT like('%' || {a} || 'b', {text})"),
+        format!("SELECT {text} GLOB '*' || {a} || 'b'"),
+        format!("SELECT glob('*' || substr({a}, 5) || '[b]', {text})"),
+    ];
+    for sql in &attacks {
+        let (took, got) = attack(&host, "p", sql).await;
+        let e = match got {
+            Ok(value) => panic!("{sql}: the call did not time out: {}", short(&value)),
+            Err(e) => e,
+        };
+        assert_eq!(e.code(), "timeout", "{sql}: {e}");
+        assert!(took < TIMEOUT + MARGIN, "{sql}: {took:?}");
+    }
+    bystander.answered("backtracking patterns").await;
+    // The instance serves again, and LIKE still matches.
+    let (_, got) = attack(&host, "p", "SELECT 'abc' LIKE 'AB%', 'abc' GLOB 'a*'").await;
+    assert_eq!(got.unwrap()["rows"], json!([[1, 1]]));
 }

@@ -6,8 +6,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::sandbox::Sandbox;
 use crate::config::{
-    DB_BUSY_TIMEOUT, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS, MAX_SQL_VALUE_BYTES,
-    Synchronous,
+    DB_BUSY_TIMEOUT, MAX_LIKE_PATTERN_BYTES, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS,
+    MAX_SQL_VALUE_BYTES, Synchronous,
 };
 use crate::deadline::Deadline;
 use crate::watchdog::Watch;
@@ -71,6 +71,7 @@ impl InstanceDb {
         limit_size(&conn, "main", size_limit)?;
         limit_size(&conn, "temp", size_limit)?;
         lower_limits(&conn)?;
+        super::functions::register(&conn, &deadline)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let watch = Watch::new(&conn, deadline.clone());
         conn.progress_handler(
@@ -203,7 +204,8 @@ fn limit_size(conn: &Connection, schema: &str, size_limit: u64) -> rusqlite::Res
 
 /// Lowers SQLite's own limits to the host's, on every connection that runs
 /// guest-defined SQL (instance connections, `inspect`): a value or row, SQL
-/// text, parameters, the size of a statement's program; no attached
+/// text, parameters, the size of a statement's program, a LIKE or GLOB
+/// pattern; no attached
 /// databases, no helper threads.
 pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::limits::Limit;
@@ -212,6 +214,10 @@ pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
         (Limit::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES),
         (Limit::SQLITE_LIMIT_VARIABLE_NUMBER, MAX_SQL_PARAMS),
         (Limit::SQLITE_LIMIT_VDBE_OP, MAX_SQL_PROGRAM_OPS),
+        (
+            Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
+            MAX_LIKE_PATTERN_BYTES,
+        ),
         (Limit::SQLITE_LIMIT_ATTACHED, 0),
         (Limit::SQLITE_LIMIT_WORKER_THREADS, 0),
     ];

@@ -20,6 +20,7 @@
 //! directories and files are made at start. SQLite syncs the files' data
 //! itself, but not the directory entry of a new database file.
 
+pub(crate) mod functions;
 pub(crate) mod heap;
 pub(crate) mod index;
 pub(crate) mod instance_db;
