@@ -1,14 +1,16 @@
 //! Keeping SQLite work from starving the tokio workers.
 //!
 //! A guest statement runs synchronously inside a host function, on the
-//! thread that polls the call. Before each guest call's SQL, and whenever
-//! SQLite's progress handler fires (every few thousand virtual-machine
-//! steps, host statements included), a worker of a multi-thread runtime
-//! hands its other tasks to another thread (`block_in_place`); the
-//! statement runs on this one, which leaves the worker pool when the call
-//! next yields. Most of a statement's cost is thus never paid on a worker
-//! that other tasks wait for, and a statement that SQLite cannot interrupt
-//! holds only its own call.
+//! thread that polls the call. Whenever SQLite's progress handler fires
+//! (every few thousand virtual-machine steps, host statements included), a
+//! worker of a multi-thread runtime hands its other tasks to another thread
+//! (`block_in_place`); the statement runs on this one, which leaves the
+//! worker pool when the call next yields. A long statement thus holds a
+//! worker that other tasks wait for only until its first progress tick: a
+//! few thousand VM steps, and at most one call of a built-in function,
+//! which is linear in values of at most `SQLITE_LIMIT_LENGTH` bytes or
+//! watches the deadline (`storage/functions.rs`). Short statements, the
+//! common case, pay for no hand-off.
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 

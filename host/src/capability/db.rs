@@ -94,18 +94,19 @@ impl InstanceState {
     }
 }
 
-/// Runs one guest call's SQL off the async workers, under the watchdog
-/// (which interrupts it once the deadline passes) and within
-/// [`MAX_STATEMENT_MEMORY`] of SQLite's heap.
+/// Runs one guest call's SQL under the watchdog (which interrupts it once
+/// the deadline passes) and within [`MAX_STATEMENT_MEMORY`] of SQLite's
+/// heap. A statement that runs long hands its worker's other tasks off at
+/// its first progress tick (`InstanceDb::open`); before that tick it has
+/// run at most a few thousand VM steps, and no single function call is
+/// long (the costly built-ins are linear or watch the deadline, see
+/// `storage/functions.rs`), so a short statement, the common case, pays
+/// for no hand-off.
 fn bounded<T>(
     db: &InstanceDb,
     deadline: &Deadline,
     run: impl FnOnce() -> Result<T, Failure>,
 ) -> Result<T, Failure> {
-    // One call of a built-in function (`instr` on two large values, say)
-    // can run long without reaching any check of SQLite's: the worker's
-    // other tasks move to another thread first.
-    crate::blocking::hand_off_worker();
     // Dropped after `run` has reset its statements.
     let _running = db.watch.running();
     match heap::bounded(MAX_STATEMENT_MEMORY, deadline, run) {
