@@ -187,3 +187,70 @@ async fn requeues_during_destroy_start_nothing_on_the_old_files() {
     }
     host.shutdown().await;
 }
+
+/// Destroy waits while the instance's pump stops (its workers' sleep
+/// hooks take a while). An append committed meanwhile must not start a
+/// new pump on the old files: its workers would go on processing old
+/// events past the destroy, its main runner would process them in the new
+/// instance, and its connections, closed after the instance is created
+/// anew, would delete the new instance's WAL.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_while_destroy_stops_the_pump_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [queue_probe()];
+    let mut host = start(dir.path(), &actors).await;
+    for round in 0..2 {
+        let key = format!("k{round}");
+        let config = r#"{"concurrency": 4, "sleep_hook_ms": 400}"#;
+        host.create(ACTOR, &key, config).await.unwrap();
+        let slow: Vec<Value> = (0..8)
+            .map(|_| json!({"type": "slow", "payload": {"ms": 50}}))
+            .collect();
+        let slow = json!([slow]).to_string();
+        call(&host, ACTOR, &key, "enqueue", &slow).await;
+        // Workers are idle.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let destroy = {
+            let (host, key) = (host.clone(), key.clone());
+            tokio::spawn(async move { host.destroy(ACTOR, &key).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Committed while destroy waits for the workers' sleep hooks, or
+        // refused; either way, its events belong to the old instance.
+        let _ = host.call(ACTOR, &key, "enqueue", &slow).await;
+        destroy.await.unwrap().unwrap();
+        host.create(ACTOR, &key, r#"{"concurrency": 4}"#)
+            .await
+            .unwrap();
+        call(&host, ACTOR, &key, "heal", "[]").await;
+        // Time for anything left of the old instance to end.
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        assert_eq!(
+            log(&host, &key).await,
+            Vec::<Value>::new(),
+            "round {round}: an old event was processed in the new instance"
+        );
+        let view = host.queue(ACTOR, &key).unwrap();
+        assert_eq!(view.pending_count, 0, "round {round}: an old event came in");
+        // A new connection reads the WAL by its name.
+        let inspection = host
+            .inspect(ACTOR, &key)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let healed = inspection
+            .tables
+            .iter()
+            .find(|t| t.name == "healed")
+            .expect("the table exists");
+        assert_eq!(
+            healed.total_rows, 1,
+            "round {round}: a new connection misses what the new instance committed"
+        );
+        host = restart(host, &actors).await;
+        assert_eq!(
+            call(&host, ACTOR, &key, "rows", r#"["healed"]"#).await,
+            json!(1),
+            "round {round}: the new instance lost a committed write"
+        );
+    }
+    host.shutdown().await;
+}

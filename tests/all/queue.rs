@@ -576,3 +576,59 @@ async fn a_call_that_sleeps_past_its_deadline_times_out() {
     );
     host.shutdown().await;
 }
+
+/// A wake that fails before the event's `process` ran is no attempt of
+/// the event. Here the instance sleeps through the retry backoff of an
+/// event's first, failed attempt, and its next wake fails (its wake hook,
+/// as it could be the host finding no room): the event is retried later,
+/// not dead-lettered after a second attempt that never happened.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_wake_is_not_an_attempt_of_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = queue_probe();
+    spec.options.queue_max_attempts = 2;
+    spec.options.queue_retry_base = Duration::from_millis(1000);
+    spec.options.queue_retry_cap = Duration::from_millis(1000);
+    spec.options.sleep_timeout = Duration::from_millis(100);
+    let host = start(dir.path(), &[spec]).await;
+    host.create(ACTOR, "flag", "{}").await.unwrap();
+    host.create(ACTOR, "q", r#"{"fail_wake_once": "flag"}"#)
+        .await
+        .unwrap();
+    // Its first attempt fails, the second succeeds.
+    let events = json!([[{"type": "fail", "payload": {"until": 2}}]]);
+    call(&host, ACTOR, "q", "enqueue", &events.to_string()).await;
+    eventually(LONG, "the first attempt", async || {
+        let view = host.queue(ACTOR, "q").unwrap();
+        view.pending
+            .first()
+            .is_some_and(|e| e.attempts == 1)
+            .then_some(())
+    })
+    .await;
+    call(&host, ACTOR, "flag", "arm", "[]").await;
+    let view = eventually(LONG, "the queue to drain", async || {
+        let view = host.queue(ACTOR, "q").unwrap();
+        (view.pending_count == 0).then_some(view)
+    })
+    .await;
+    assert_eq!(
+        call(&host, ACTOR, "flag", "take", "[]").await,
+        json!(false),
+        "the instance woke again during the backoff"
+    );
+    assert!(
+        view.dead_letters.is_empty(),
+        "dead-lettered without a second run: {:?}",
+        view.dead_letters
+    );
+    let log = call(&host, ACTOR, "q", "log", "[]").await;
+    let attempts: Vec<_> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["attempt"].clone())
+        .collect();
+    assert_eq!(attempts, [json!(2)]);
+    host.shutdown().await;
+}

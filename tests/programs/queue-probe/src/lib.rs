@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use burrow_sdk::queue::{self, Event, Options, Policy};
-use burrow_sdk::{Error, Json, Result, db, state};
+use burrow_sdk::{Error, Json, Result, actors, db, state};
 use serde::{Deserialize, Serialize};
 
 #[derive(Default, Serialize, Deserialize)]
@@ -28,6 +28,10 @@ struct Config {
     /// How long the sleep hook takes (a worker runs it when its pump ends).
     #[serde(default)]
     sleep_hook_ms: Option<u64>,
+    /// The key of a flag instance: the wake hook takes the flag and fails
+    /// if it was armed, so that every arming fails one wake.
+    #[serde(default)]
+    fail_wake_once: Option<String>,
 }
 
 thread_local! {
@@ -88,7 +92,8 @@ fn migrate() -> Result<()> {
          );
          CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
          INSERT OR IGNORE INTO counter VALUES (1, 0);
-         CREATE TABLE IF NOT EXISTS healed (id INTEGER PRIMARY KEY CHECK (id = 1));",
+         CREATE TABLE IF NOT EXISTS healed (id INTEGER PRIMARY KEY CHECK (id = 1));
+         CREATE TABLE IF NOT EXISTS armed (id INTEGER PRIMARY KEY CHECK (id = 1));",
     )?;
     Ok(())
 }
@@ -327,6 +332,29 @@ fn rows(table: String) -> Result<i64> {
     db::query_one(&format!("SELECT count(*) FROM \"{table}\""), ())?.get(0)
 }
 
+/// The wake hook: fails once for every arming of the `fail_wake_once`
+/// flag.
+fn wake() -> Result<()> {
+    if let Some(flag) = config().fail_wake_once {
+        let armed: bool = actors::call("queue-probe", &flag, "take", &())?;
+        if armed {
+            return Err(Error::new("planned", "the wake hook fails once"));
+        }
+    }
+    Ok(())
+}
+
+/// Arms this instance as a flag.
+fn arm() -> Result<()> {
+    db::execute("INSERT OR IGNORE INTO armed VALUES (1)", ())?;
+    Ok(())
+}
+
+/// Whether this flag was armed; disarms it.
+fn take() -> Result<bool> {
+    Ok(db::execute("DELETE FROM armed", ())? > 0)
+}
+
 /// The sleep hook: takes `sleep_hook_ms` if configured.
 fn slow_sleep() -> Result<()> {
     if let Some(ms) = config().sleep_hook_ms {
@@ -338,7 +366,8 @@ fn slow_sleep() -> Result<()> {
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
+    wake: wake,
     sleep: slow_sleep,
     queue: { policy: policy(), process: process, select: select },
-    actions: [enqueue, enqueue_then_fail, log, counter, heal, select_errors, batch, rows],
+    actions: [enqueue, enqueue_then_fail, arm, take, log, counter, heal, select_errors, batch, rows],
 }
