@@ -19,29 +19,31 @@ use std::time::Duration;
 
 use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
+use crate::address::Address;
 use crate::bindings::Exports;
 use crate::bindings::processor::QueueMode as WitQueueMode;
 use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::{ActionError, Failure};
 use crate::bindings::workflow::FailureKind;
 use crate::bindings::workflow_runner::RunOutcome;
-use crate::capability::log::failure_text;
 use crate::config::{
     MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
 };
+use crate::connections::Hub;
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
-use crate::instance_state::{
-    ConflictTrap, InstanceName, InstanceState, Mode, QueueLimits, is_busy,
-};
+use crate::instance::commit::CommitStage;
+use crate::instance::output::failure_text;
+use crate::instance::outside::OtherActors;
+use crate::instance::workflow_run::RunState;
+use crate::instance::{ConflictTrap, InstanceState, Mode, QueueLimits, is_busy};
 use crate::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
 use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
-use crate::workflow::run::RunState;
 
 /// Counts awake instances; one token per cell.
 pub(crate) struct AwakeToken(Arc<AtomicUsize>);
@@ -79,14 +81,17 @@ pub(crate) enum Origin<'a> {
     MustBeNew(&'a str),
 }
 
-/// Where an instance lives: its name, its database and the host's index.
+/// Where an instance lives: its name, its database and the host's index,
+/// and what its imports reach beyond it.
 pub(crate) struct Home<'a> {
-    pub(crate) name: InstanceName,
+    pub(crate) name: Address,
     pub(crate) path: &'a Path,
     pub(crate) synchronous: Synchronous,
     pub(crate) index: Arc<Index>,
-    /// The host, for the imports that reach it (calls, events).
-    pub(crate) host: std::sync::Weak<crate::host::Inner>,
+    /// Where its broadcast events go.
+    pub(crate) hub: Arc<Hub>,
+    /// Calls and sends to other instances.
+    pub(crate) outside: Arc<dyn OtherActors>,
 }
 
 pub(crate) struct Cell {
@@ -126,7 +131,8 @@ impl Cell {
             path,
             synchronous,
             index,
-            host,
+            hub,
+            outside,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
@@ -160,8 +166,8 @@ impl Cell {
             max_payload: def.options.queue_max_payload,
         };
         state.call_timeout = def.options.call_timeout;
-        state.index = Some(index.clone());
-        state.host = Some(host);
+        state.commit_stage = CommitStage::new(index.clone(), hub);
+        state.outside = Some(outside);
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {
@@ -249,7 +255,7 @@ impl Cell {
         &self.store.data().db
     }
 
-    fn name(&self) -> &InstanceName {
+    fn name(&self) -> &Address {
         &self.store.data().name
     }
 
@@ -556,7 +562,7 @@ impl Cell {
         &mut self,
         name: &str,
         args: &str,
-        chain: &[InstanceName],
+        chain: &[Address],
     ) -> Result<String, Error> {
         self.begin()?;
         self.store.data_mut().chain = chain.to_vec();
@@ -720,8 +726,8 @@ impl Cell {
         };
         match result {
             Ok(value) => match self.store.data_mut().commit_transaction() {
-                Ok(appended) => {
-                    self.queue_grew |= appended;
+                Ok(committed) => {
+                    self.queue_grew |= committed.appended;
                     if let Some(Start::Created(at)) = self.starting.take() {
                         self.created = Some(at);
                     }
@@ -767,7 +773,7 @@ impl Cell {
         let limit = self.store.data().queue_limits.max_pending;
         match queue_db::append(&self.db().conn, event, now_ms(), limit) {
             Ok(id) => {
-                self.store.data_mut().appended = true;
+                self.store.data_mut().effects.appended = true;
                 Ok(id)
             }
             Err(AppendError::Full(limit)) => Err(Error::QueueFull {
@@ -794,7 +800,7 @@ impl Cell {
         self.begin()?;
         let result = queue_db::requeue(&self.db().conn, id).map_err(|e| self.storage_error(e));
         if let Ok(true) = result {
-            self.store.data_mut().appended = true;
+            self.store.data_mut().effects.appended = true;
         }
         self.finish(result)
     }
@@ -1039,7 +1045,7 @@ fn wit_event(event: &QueuedEvent) -> WitEvent {
     }
 }
 
-fn storage_error(name: &InstanceName, e: rusqlite::Error) -> Error {
+fn storage_error(name: &Address, e: rusqlite::Error) -> Error {
     if is_busy(&e) {
         return Error::Conflict {
             actor: name.actor.to_string(),
@@ -1053,7 +1059,7 @@ fn storage_error(name: &InstanceName, e: rusqlite::Error) -> Error {
     }
 }
 
-fn trap_error(name: &InstanceName, during: &str, timeout: Duration, e: wasmtime::Error) -> Error {
+fn trap_error(name: &Address, during: &str, timeout: Duration, e: wasmtime::Error) -> Error {
     if e.downcast_ref::<ConflictTrap>().is_some() {
         return Error::Conflict {
             actor: name.actor.to_string(),

@@ -31,10 +31,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
+use crate::address::Address;
 use crate::config::CONNECTION_BUFFER;
 #[cfg(doc)]
 use crate::config::MAX_BROADCAST_BYTES;
-use crate::directory::Address;
 use crate::error::Error;
 
 /// One event as a connected client receives it: a WebSocket text frame

@@ -10,7 +10,7 @@ use wasmtime::component::Linker;
 use crate::bindings::ExportsPre;
 use crate::cache;
 use crate::config::{ActorOptions, MAX_COMPONENT_BYTES};
-use crate::instance_state::InstanceState;
+use crate::instance::InstanceState;
 use crate::manifest::ActorSpec;
 
 /// A component that could not become an actor definition.

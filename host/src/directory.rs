@@ -13,16 +13,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 
+use crate::address::Address;
 use crate::cell::Cell;
 use crate::config::MAX_QUEUED_CALLS_PER_INSTANCE;
 use crate::error::Error;
-
-/// The address of an instance: actor name and key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Address {
-    pub(crate) actor: Arc<str>,
-    pub(crate) key: Arc<str>,
-}
 
 pub(crate) enum SlotState {
     Asleep,

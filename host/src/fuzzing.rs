@@ -11,15 +11,16 @@ pub mod sql;
 
 use wasmtime::StoreLimits;
 
+use crate::address::Address;
 use crate::bindings::db::{DbError, Host as _, Value};
 use crate::bindings::log::{Host as _, Level};
 use crate::bindings::queue::{AppendOptions, Host as _, QueueError};
 use crate::bindings::state::{Host as _, StateError};
 use crate::config::{HostConfig, Synchronous};
 use crate::deadline::Deadline;
-use crate::instance_state::{InstanceName, InstanceState, Mode, QueueLimits};
+use crate::instance::workflow_run::RunState;
+use crate::instance::{InstanceState, Mode, QueueLimits};
 use crate::storage::instance_db::InstanceDb;
-use crate::workflow::run::RunState;
 
 /// A value for a statement parameter.
 #[derive(Debug, Clone)]
@@ -168,7 +169,7 @@ impl ImportSession {
         db.ensure_workflow_schema().expect("workflow tables");
         crate::storage::workflow::start(&db.conn, "null", 1).expect("a workflow");
         db.record_creation("fuzz", "key", 1).expect("creation");
-        let name = InstanceName {
+        let name = Address {
             actor: "fuzz".into(),
             key: "key".into(),
         };
@@ -336,7 +337,7 @@ impl ImportSession {
             );
             assert!(!schedule.action.is_empty());
         }
-        assert!(self.state.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
+        assert!(self.state.effects.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
         // The workflow's history stays readable, and every location is a
         // position, or positions inside loops and joins.
         let history =

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use wasmtime::Engine;
 
+use crate::address::Address;
 use crate::capability;
 use crate::cell::{AwakeToken, Cell, Home, Origin};
 use crate::config::{
@@ -16,12 +17,12 @@ use crate::config::{
 };
 use crate::connections::{Connection, Hub, Limits};
 use crate::definition::{self, ActorDefinition};
-use crate::directory::{Address, Directory, QueuePlace, SlotState};
+use crate::directory::{Directory, QueuePlace, SlotState};
 use crate::engine::{self, EpochTicker};
 use crate::error::Error;
 use crate::inspect::{self, Inspection};
-use crate::instance_state::InstanceName;
-use crate::instance_state::InstanceState;
+use crate::instance::InstanceState;
+use crate::instance::outside::{OtherActors, Pending};
 use crate::manifest::ActorSpec;
 use crate::presence::{Lease, Presence};
 use crate::queue::pump::Pump;
@@ -57,7 +58,60 @@ pub(crate) struct Inner {
     pub(crate) hub: Arc<Hub>,
     /// The background work on each instance, which destroy waits for.
     pub(crate) presence: Presence,
+    /// What guest code reaches through the instance layer.
+    outside: Arc<dyn OtherActors>,
     _ticker: EpochTicker,
+}
+
+/// The host as guest code sees it: calls and sends to other instances,
+/// for as long as the host runs.
+struct GuestLink(Weak<Inner>);
+
+impl GuestLink {
+    fn host(&self) -> Result<Host, Error> {
+        let inner = self.0.upgrade().ok_or(Error::ShuttingDown)?;
+        Ok(Host { inner })
+    }
+}
+
+impl OtherActors for GuestLink {
+    fn call<'a>(
+        &'a self,
+        chain: Vec<Address>,
+        actor: &'a str,
+        key: &'a str,
+        action: &'a str,
+        args: &'a str,
+    ) -> Pending<'a, String> {
+        Box::pin(async move {
+            self.host()?
+                .call_on_chain(chain, actor, key, action, args)
+                .await
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        actor: &'a str,
+        key: &'a str,
+        event_type: &'a str,
+        payload: &'a str,
+        priority: i32,
+        group: Option<String>,
+    ) -> Pending<'a, i64> {
+        Box::pin(async move {
+            let options = crate::SendOptions {
+                priority,
+                group,
+                wait: None,
+            };
+            let outcome = self
+                .host()?
+                .send(actor, key, event_type, payload, options)
+                .await?;
+            Ok(outcome.id())
+        })
+    }
 }
 
 impl Host {
@@ -82,7 +136,8 @@ impl Host {
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
         data.sync_root()?;
         let index = Arc::new(index);
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|inner| Inner {
+            outside: Arc::new(GuestLink(inner.clone())),
             _ticker: EpochTicker::start(&engine),
             engine,
             config,
@@ -140,7 +195,7 @@ impl Host {
     /// instances waiting on this call, outermost first.
     pub(crate) async fn call_on_chain(
         &self,
-        chain: Vec<InstanceName>,
+        chain: Vec<Address>,
         actor: &str,
         key: &str,
         action: &str,
@@ -342,7 +397,7 @@ impl Host {
         address: &Address,
         origin: Origin<'_>,
     ) -> Result<Cell, Error> {
-        let name = InstanceName {
+        let name = Address {
             actor: address.actor.clone(),
             key: address.key.clone(),
         };
@@ -362,7 +417,8 @@ impl Host {
             path: &path,
             synchronous: self.inner.config.synchronous,
             index: self.inner.index.clone(),
-            host: Arc::downgrade(&self.inner),
+            hub: self.inner.hub.clone(),
+            outside: self.inner.outside.clone(),
         };
         let result = Cell::start(&self.inner.engine, def, home, origin, token).await;
         if result.is_err() && !existed {

@@ -43,6 +43,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod address;
 pub mod bench;
 mod bindings;
 mod blocking;
@@ -63,7 +64,7 @@ pub mod fuzzing;
 pub mod host;
 pub mod http;
 mod inspect;
-mod instance_state;
+mod instance;
 pub mod manifest;
 mod presence;
 pub mod queue;

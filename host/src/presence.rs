@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::directory::Address;
+use crate::address::Address;
 
 /// The leases of every address that has some, and the closed addresses.
 #[derive(Default)]

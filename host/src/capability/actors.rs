@@ -7,16 +7,17 @@
 //! by the caller's deadline, which also ends waits that no chain shows
 //! (A's action calls B while B's queue processing calls A).
 
+use crate::address::Address;
 use crate::bindings::actors::{CallError, Host, SendOptions};
 use crate::bindings::types::Failure;
 use crate::config::MAX_CALL_DEPTH;
 use crate::error::Error;
-use crate::instance_state::{InstanceName, InstanceState, Refusal};
+use crate::instance::{InstanceState, Refusal};
 
 impl InstanceState {
     /// The chain a call from this instance to (`actor`, `key`) would make,
     /// or why it may not be made.
-    fn chain_to(&self, call: &str, actor: &str, key: &str) -> Result<Vec<InstanceName>, CallError> {
+    fn chain_to(&self, call: &str, actor: &str, key: &str) -> Result<Vec<Address>, CallError> {
         match self.check_write(call) {
             Ok(()) => {}
             Err(Refusal::NotAllowed(why)) => return Err(CallError::NotAllowed(why)),
@@ -87,13 +88,13 @@ impl Host for InstanceState {
             Ok(chain) => chain,
             Err(e) => return Ok(Err(e)),
         };
-        let Some(host) = self.host() else {
+        let Some(outside) = self.outside.clone() else {
             return Ok(Err(CallError::NotAllowed(
                 "actors.call: the host is shutting down".into(),
             )));
         };
         let (budget, timed_out) = self.wait_budget("actors.call", &actor, &key);
-        let call = host.call_on_chain(chain, &actor, &key, &action, &args);
+        let call = outside.call(chain, &actor, &key, &action, &args);
         Ok(match tokio::time::timeout(budget, call).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => Err(call_error(e)),
@@ -112,20 +113,22 @@ impl Host for InstanceState {
         if let Err(e) = self.chain_to("actors.send", &actor, &key) {
             return Ok(Err(e));
         }
-        let Some(host) = self.host() else {
+        let Some(outside) = self.outside.clone() else {
             return Ok(Err(CallError::NotAllowed(
                 "actors.send: the host is shutting down".into(),
             )));
         };
         let (budget, timed_out) = self.wait_budget("actors.send", &actor, &key);
-        let options = crate::SendOptions {
-            priority: options.priority,
-            group: options.group,
-            wait: None,
-        };
-        let send = host.send(&actor, &key, &event_type, &payload, options);
+        let send = outside.send(
+            &actor,
+            &key,
+            &event_type,
+            &payload,
+            options.priority,
+            options.group,
+        );
         Ok(match tokio::time::timeout(budget, send).await {
-            Ok(Ok(outcome)) => Ok(outcome.id() as u64),
+            Ok(Ok(id)) => Ok(id as u64),
             Ok(Err(e)) => Err(call_error(e)),
             Err(_) => Err(timed_out),
         })
@@ -135,13 +138,13 @@ impl Host for InstanceState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance_state::Mode;
-    use crate::instance_state::testing::instance;
+    use crate::instance::Mode;
+    use crate::instance::testing::instance;
 
     #[test]
     fn chains_that_come_back_or_run_too_deep_are_refused() {
         let (mut state, _dir) = instance();
-        let name = |actor: &str, key: &str| InstanceName {
+        let name = |actor: &str, key: &str| Address {
             actor: actor.into(),
             key: key.into(),
         };

@@ -14,7 +14,7 @@ use crate::config::{
     MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY,
 };
 use crate::deadline::{Deadline, DeadlineExceeded};
-use crate::instance_state::{ConflictTrap, InstanceState, Refusal, is_busy};
+use crate::instance::{ConflictTrap, InstanceState, Refusal, is_busy};
 use crate::storage::heap::{self, Refused};
 use crate::storage::instance_db::InstanceDb;
 use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
@@ -306,7 +306,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::instance_state::testing::instance;
+    use crate::instance::testing::instance;
 
     fn ok(result: wasmtime::Result<Result<QueryResult, DbError>>) -> QueryResult {
         result.expect("no trap").expect("no error")
@@ -413,7 +413,7 @@ mod tests {
     #[test]
     fn outside_a_call_the_database_is_refused() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance_state::Mode::Idle;
+        state.mode = crate::instance::Mode::Idle;
         let e = err(state.execute("SELECT 1".into(), vec![]));
         assert!(matches!(e, DbError::NotAllowed(m) if m.contains("db.execute")));
     }

@@ -16,7 +16,7 @@ use wasmtime_wasi::p2::bindings::clocks::{monotonic_clock, wall_clock};
 use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi::random::WasiRandomCtx;
 
-use crate::instance_state::{InstanceState, Mode};
+use crate::instance::{InstanceState, Mode};
 
 /// Replaces the clocks and random interfaces that `add_to_linker_async`
 /// added with the guarded ones.

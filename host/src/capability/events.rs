@@ -4,7 +4,7 @@
 use crate::bindings::events::{EventError, Host};
 use crate::config::{MAX_BROADCAST_BYTES, MAX_BROADCASTS_PER_CALL, MAX_EVENT_NAME_BYTES};
 use crate::connections::PendingEvent;
-use crate::instance_state::{InstanceState, Refusal};
+use crate::instance::{InstanceState, Refusal};
 
 impl Host for InstanceState {
     fn broadcast(
@@ -34,12 +34,12 @@ impl Host for InstanceState {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&payload) {
             return invalid(format!("the payload is not valid JSON: {e}"));
         }
-        if self.events.len() >= MAX_BROADCASTS_PER_CALL {
+        if self.effects.events.len() >= MAX_BROADCASTS_PER_CALL {
             return invalid(format!(
                 "a call may broadcast at most {MAX_BROADCASTS_PER_CALL} events"
             ));
         }
-        self.events.push(PendingEvent { name, payload });
+        self.effects.events.push(PendingEvent { name, payload });
         Ok(Ok(()))
     }
 }
@@ -47,8 +47,8 @@ impl Host for InstanceState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance_state::Mode;
-    use crate::instance_state::testing::instance;
+    use crate::instance::Mode;
+    use crate::instance::testing::instance;
 
     #[test]
     fn broadcasts_are_checked_and_kept_until_the_commit() {
@@ -67,7 +67,7 @@ mod tests {
             matches!(broadcast(&mut state, "e", &big), Err(EventError::Invalid(m)) if m.contains("limit"))
         );
         broadcast(&mut state, "e", "{\"a\":1}").unwrap();
-        assert_eq!(state.events.len(), 1);
+        assert_eq!(state.effects.events.len(), 1);
         for _ in 1..MAX_BROADCASTS_PER_CALL {
             broadcast(&mut state, "e", "1").unwrap();
         }
@@ -75,7 +75,7 @@ mod tests {
             matches!(broadcast(&mut state, "e", "1"), Err(EventError::Invalid(m)) if m.contains("at most"))
         );
         state.discard_effects();
-        assert!(state.events.is_empty());
+        assert!(state.effects.events.is_empty());
         state.mode = Mode::Select;
         assert!(matches!(
             broadcast(&mut state, "e", "1"),

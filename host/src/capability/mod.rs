@@ -15,7 +15,7 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings;
-use crate::instance_state::InstanceState;
+use crate::instance::InstanceState;
 
 impl bindings::types::Host for InstanceState {}
 

@@ -3,7 +3,7 @@
 
 use crate::bindings::queue::{AppendOptions, Host, QueueError};
 use crate::config::MAX_EVENT_NAME_BYTES;
-use crate::instance_state::{InstanceState, QueueLimits, Refusal, storage_trap};
+use crate::instance::{InstanceState, QueueLimits, Refusal, storage_trap};
 use crate::queue::NewEvent;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{AppendError, append};
@@ -46,7 +46,7 @@ impl Host for InstanceState {
             self.queue_limits.max_pending,
         ) {
             Ok(id) => {
-                self.appended = true;
+                self.effects.appended = true;
                 Ok(Ok(id as u64))
             }
             Err(AppendError::Full(limit)) => Ok(Err(QueueError::Full(limit))),
@@ -97,8 +97,8 @@ pub(crate) fn check_event(event: &NewEvent, limits: QueueLimits) -> Result<(), B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance_state::Mode;
-    use crate::instance_state::testing::instance;
+    use crate::instance::Mode;
+    use crate::instance::testing::instance;
 
     fn options() -> AppendOptions {
         AppendOptions {
@@ -115,7 +115,7 @@ mod tests {
         state.has_queue = true;
         let id = state.append("t".into(), "1".into(), options()).unwrap();
         assert_eq!(id.unwrap(), 1);
-        assert!(state.appended);
+        assert!(state.effects.appended);
         state.mode = Mode::Select;
         let e = state.append("t".into(), "1".into(), options()).unwrap();
         assert!(matches!(e, Err(QueueError::NotAllowed(m)) if m.contains("may only read")));

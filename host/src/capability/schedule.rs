@@ -6,7 +6,7 @@ use crate::bindings::schedule::{Host, ScheduleError, Scheduled};
 use crate::config::{
     MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES, MIN_SCHEDULE_INTERVAL_MS,
 };
-use crate::instance_state::{InstanceState, Refusal, storage_trap};
+use crate::instance::{InstanceState, Refusal, storage_trap};
 use crate::storage::instance_db::now_ms;
 use crate::storage::schedule::{self as schedule_db, AddError};
 
@@ -64,7 +64,8 @@ impl InstanceState {
         );
         match added {
             Ok(id) => {
-                self.scheduled = Some(self.scheduled.map_or(due_at, |at| at.min(due_at)));
+                self.effects.scheduled =
+                    Some(self.effects.scheduled.map_or(due_at, |at| at.min(due_at)));
                 Ok(Ok(id as u64))
             }
             Err(AddError::Full(limit)) => Ok(Err(ScheduleError::Full(limit))),
@@ -158,8 +159,8 @@ impl Host for InstanceState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance_state::Mode;
-    use crate::instance_state::testing::instance;
+    use crate::instance::Mode;
+    use crate::instance::testing::instance;
 
     /// The host's own statements on the schedules' table are not in the
     /// connection's statement cache: a guest sending the same text meets
@@ -200,11 +201,11 @@ mod tests {
         assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("JSON array")));
         let e = state.at(5, "go".into(), "[oops".into()).unwrap();
         assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("not valid JSON")));
-        assert_eq!(state.scheduled, None);
+        assert_eq!(state.effects.scheduled, None);
 
         let late = state.at(500, "go".into(), "[1]".into()).unwrap().unwrap();
         let soon = state.at(100, "go".into(), "[2]".into()).unwrap().unwrap();
-        assert_eq!(state.scheduled, Some(100));
+        assert_eq!(state.effects.scheduled, Some(100));
         let pending = state.pending().unwrap().unwrap();
         assert_eq!(
             pending.iter().map(|s| s.id).collect::<Vec<_>>(),

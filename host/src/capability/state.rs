@@ -3,7 +3,7 @@
 
 use crate::bindings::state::{Host, StateError};
 use crate::config::MAX_STATE_BYTES;
-use crate::instance_state::{InstanceState, Refusal, storage_trap};
+use crate::instance::{InstanceState, Refusal, storage_trap};
 
 impl Host for InstanceState {
     fn get(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, StateError>> {
@@ -35,7 +35,7 @@ fn refused(refusal: Refusal) -> StateError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance_state::testing::instance;
+    use crate::instance::testing::instance;
 
     #[test]
     fn the_state_is_written_and_read_back() {
@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn outside_a_call_the_state_is_refused() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance_state::Mode::Idle;
+        state.mode = crate::instance::Mode::Idle;
         assert!(
             matches!(state.set(vec![1]).unwrap(), Err(StateError::NotAllowed(m)) if m.contains("state.set"))
         );
@@ -76,7 +76,7 @@ mod tests {
     #[test]
     fn orchestration_code_gets_not_in_step() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance_state::Mode::Orchestration;
+        state.mode = crate::instance::Mode::Orchestration;
         for error in [
             state.set(vec![1]).unwrap().unwrap_err(),
             state.get().unwrap().unwrap_err(),

@@ -18,14 +18,14 @@ use crate::bindings::workflow::{
     FailureKind, Host, Interrupt, LoopIteration, LoopStart, StepFailure, StepOptions, StepOutcome,
     StepStart,
 };
-use crate::capability::log::failure_text;
 use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
-use crate::instance_state::{InstanceState, Mode, storage_trap};
+use crate::instance::output::failure_text;
+use crate::instance::workflow_run::{OpenStep, RunState, Scope, ScopeKind};
+use crate::instance::{InstanceState, Mode, storage_trap};
 use crate::queue::retry_delay;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
-use crate::workflow::run::{OpenStep, RunState, Scope, ScopeKind};
 
 impl Host for InstanceState {
     fn begin_step(
@@ -548,8 +548,12 @@ impl InstanceState {
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()>,
     ) -> wasmtime::Result<()> {
         self.db.begin().map_err(storage_trap)?;
-        match f(&self.db.conn).and_then(|()| self.db.commit()) {
-            Ok(()) => Ok(()),
+        let committed = f(&self.db.conn).and_then(|()| {
+            self.commit_stage
+                .commit(&self.name, &self.db, Default::default())
+        });
+        match committed {
+            Ok(_) => Ok(()),
             Err(e) => {
                 self.db.rollback();
                 Err(storage_trap(e))
@@ -683,7 +687,7 @@ impl InstanceState {
         entry.output = Some(output);
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
-        let appended = self.commit_transaction().map_err(storage_trap)?;
+        let appended = self.commit_transaction().map_err(storage_trap)?.appended;
         self.run().committed_appends |= appended;
         Ok(())
     }

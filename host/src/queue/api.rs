@@ -4,13 +4,13 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::address::Address;
 use crate::capability::queue::{BadEvent, check_event};
 use crate::cell::Origin;
-use crate::directory::Address;
 use crate::error::Error;
 use crate::host::{ConflictRetry, Host};
 use crate::inspect::{self, QueueView};
-use crate::instance_state::QueueLimits;
+use crate::instance::QueueLimits;
 use crate::queue::NewEvent;
 use crate::queue::waiters::EventOutcome;
 

@@ -29,10 +29,10 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use crate::address::Address;
 use crate::cell::{Cell, Origin};
 use crate::config::{DB_BUSY_TIMEOUT, MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_EVENTS};
 use crate::definition::ActorDefinition;
-use crate::directory::Address;
 use crate::error::Error;
 use crate::host::{ConflictRetry, Host};
 use crate::presence::Lease;

@@ -651,16 +651,13 @@ mod tests {
 
     mod guarded {
         use crate::bindings::db::{DbError, Host as _};
-        use crate::instance_state::testing::instance;
+        use crate::instance::testing::instance;
 
-        fn batch(
-            state: &mut crate::instance_state::InstanceState,
-            sql: &str,
-        ) -> Result<(), DbError> {
+        fn batch(state: &mut crate::instance::InstanceState, sql: &str) -> Result<(), DbError> {
             state.execute_batch(sql.into()).expect("no trap")
         }
 
-        fn objects(state: &crate::instance_state::InstanceState, schema: &str) -> Vec<String> {
+        fn objects(state: &crate::instance::InstanceState, schema: &str) -> Vec<String> {
             let sql = format!(
                 "SELECT name FROM {schema}.sqlite_schema WHERE lower(substr(name, 1, 8)) = '_burrow_'
                  OR lower(substr(tbl_name, 1, 8)) = '_burrow_' ORDER BY name"

@@ -3,16 +3,14 @@
 //! restart. The imports are in `capability::workflow`, the tables in
 //! `storage::workflow`, one run in `Cell::run_workflow`.
 
-pub(crate) mod run;
-
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
-use crate::directory::Address;
 use crate::error::Error;
 use crate::host::{Host, Inner};
 use crate::presence::Lease;
