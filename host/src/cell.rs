@@ -38,7 +38,7 @@ use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{ConflictTrap, InstanceState, Mode, QueueLimits, is_busy};
-use crate::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
+use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};

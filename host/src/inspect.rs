@@ -18,15 +18,14 @@ use serde::Serialize;
 use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::queue::{DeadLetter, QueuePolicy, QueuedEvent};
+use crate::storage::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::heap::{self, Refused};
 use crate::storage::instance_db::{lower_limits, read_state};
 use crate::storage::queue as queue_db;
 use crate::storage::sandbox::{Sandbox, is_internal};
-use crate::storage::workflow as workflow_db;
+use crate::storage::workflow::{self as workflow_db, HistoryEntry, WorkflowRecord};
 use crate::storage::{instance_path, validate_actor_name, validate_key};
 use crate::watchdog::Watch;
-use crate::workflow::WorkflowView;
 
 /// Rows shown per table.
 pub const INSPECT_ROWS: usize = 100;
@@ -48,6 +47,19 @@ pub struct Inspection {
     pub queue: Option<QueueView>,
     /// The workflow and its history, if the instance has one.
     pub workflow: Option<WorkflowView>,
+}
+
+/// An instance's workflow and its history, as `burrow inspect --history`
+/// and `GET /actors/{actor}/{key}/workflow` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkflowView {
+    /// Status, input, output, error and what it waits for.
+    #[serde(flatten)]
+    pub record: WorkflowRecord,
+    /// Entries in history, in order (the first [`INSPECT_ROWS`]).
+    pub history: Vec<HistoryEntry>,
+    /// Entries in history, in all.
+    pub history_len: i64,
 }
 
 /// An instance's queue: its policy, the first pending events and the dead

@@ -22,7 +22,7 @@ use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, RunState, Scope, ScopeKind};
 use crate::instance::{InstanceState, Mode, storage_trap};
-use crate::queue::retry_delay;
+use crate::storage::queue::retry_delay;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
@@ -465,8 +465,8 @@ struct RecordedEvent {
     created_at: i64,
 }
 
-impl From<&crate::queue::QueuedEvent> for RecordedEvent {
-    fn from(e: &crate::queue::QueuedEvent) -> Self {
+impl From<&crate::storage::queue::QueuedEvent> for RecordedEvent {
+    fn from(e: &crate::storage::queue::QueuedEvent) -> Self {
         RecordedEvent {
             id: e.id,
             event_type: e.event_type.clone(),

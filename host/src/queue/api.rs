@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::host::{ConflictRetry, Host};
 use crate::inspect::{self, QueueView};
 use crate::instance::QueueLimits;
-use crate::queue::NewEvent;
+use crate::storage::queue::NewEvent;
 use crate::queue::waiters::EventOutcome;
 
 /// How to send an event (one type for the host and its client).
@@ -31,7 +31,7 @@ pub enum SendOutcome {
         /// The event's id.
         id: i64,
         /// `process`'s result, JSON text.
-        #[serde(serialize_with = "crate::queue::json_text")]
+        #[serde(serialize_with = "crate::storage::queue::json_text")]
         result: String,
     },
     /// The event failed too often and is in the dead-letter table.

@@ -37,7 +37,7 @@ use crate::error::Error;
 use crate::host::{ConflictRetry, Host};
 use crate::presence::Lease;
 use crate::queue::waiters::EventOutcome;
-use crate::queue::{QueueMode, QueuePolicy, QueuedEvent};
+use crate::storage::queue::{QueueMode, QueuePolicy, QueuedEvent};
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db, AfterFailure};
 

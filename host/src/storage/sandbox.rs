@@ -885,7 +885,7 @@ mod tests {
         db.write_state(b"{}").unwrap();
         assert_eq!(db.read_state().unwrap().as_deref(), Some(&b"{}"[..]));
         assert_eq!(db.created_at().unwrap(), Some(1));
-        let event = crate::queue::NewEvent {
+        let event = crate::storage::queue::NewEvent {
             event_type: "e".into(),
             payload: "null".into(),
             priority: 0,

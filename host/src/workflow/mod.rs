@@ -7,14 +7,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
 use crate::error::Error;
 use crate::host::{Host, Inner};
 use crate::presence::Lease;
 use crate::storage::instance_db::now_ms;
+pub use crate::inspect::WorkflowView;
 pub use crate::storage::workflow::{
     EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus,
 };
@@ -27,19 +26,6 @@ const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
 /// Wait before a driver that failed (storage, instance cannot start) tries
 /// again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
-
-/// An instance's workflow and its history, as `burrow inspect --history`
-/// and `GET /actors/{actor}/{key}/workflow` show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkflowView {
-    /// Status, input, output, error and what it waits for.
-    #[serde(flatten)]
-    pub record: WorkflowRecord,
-    /// Entries in history, in order (the first [`crate::inspect::INSPECT_ROWS`]).
-    pub history: Vec<HistoryEntry>,
-    /// Entries in history, in all.
-    pub history_len: i64,
-}
 
 /// The workflows being driven.
 #[derive(Default)]

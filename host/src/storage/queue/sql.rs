@@ -1,15 +1,10 @@
 //! The queue's tables in an instance database, and every statement on them.
-//!
-//! `_burrow_queue` holds pending events (an event in flight is still
-//! pending: it is deleted by the transaction that commits its processing).
-//! `_burrow_dead_letter` holds events that failed too often.
-//! `_burrow_queue_policy` holds the policy recorded at creation.
 
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
+use super::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
 
 /// The queue's internal tables.
 pub(crate) const SCHEMA: &str = "
