@@ -38,10 +38,10 @@ use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{ConflictTrap, InstanceState, Mode, QueueLimits, is_busy};
-use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
+use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
 

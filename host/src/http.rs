@@ -37,11 +37,11 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
+use crate::SendOptions;
 use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT};
 use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::Host;
-use crate::queue::api::SendOptions;
 
 /// An HTTP error answer.
 pub struct ApiError {

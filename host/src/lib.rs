@@ -44,6 +44,7 @@
 #![deny(missing_docs)]
 
 mod address;
+mod background;
 pub mod bench;
 mod bindings;
 mod blocking;
@@ -68,6 +69,7 @@ mod instance;
 pub mod manifest;
 mod presence;
 pub mod queue;
+mod runtime;
 mod storage;
 mod watchdog;
 pub mod workflow;
@@ -76,7 +78,7 @@ pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
 pub use error::Error;
 pub use host::Host;
+pub use host::{SendOptions, SendOutcome};
 pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
-pub use queue::api::{SendOptions, SendOutcome};
-pub use queue::waiters::EventOutcome;
+pub use queue::EventOutcome;
 pub use storage::{instance_path, validate_actor_name, validate_key};

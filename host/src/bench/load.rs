@@ -10,11 +10,11 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::Latencies;
+use crate::SendOptions;
 use crate::client::Client;
 use crate::config::HostConfig;
 use crate::host::Host;
 use crate::manifest::ActorSpec;
-use crate::queue::api::SendOptions;
 
 /// Clients calling at once.
 pub const CLIENTS: usize = 64;

@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{Latencies, micros, timed};
+use crate::SendOptions;
 use crate::config::HostConfig;
 use crate::host::Host;
 use crate::manifest::ActorSpec;
-use crate::queue::api::SendOptions;
 
 const ACTOR: &str = "mailer";
 

@@ -4,8 +4,8 @@
 use crate::bindings::queue::{AppendOptions, Host, QueueError};
 use crate::config::MAX_EVENT_NAME_BYTES;
 use crate::instance::{InstanceState, QueueLimits, Refusal, storage_trap};
-use crate::storage::queue::NewEvent;
 use crate::storage::instance_db::now_ms;
+use crate::storage::queue::NewEvent;
 use crate::storage::queue::{AppendError, append};
 
 impl Host for InstanceState {

@@ -22,9 +22,9 @@ use crate::config::{MAX_QUEUE_BATCH, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, RunState, Scope, ScopeKind};
 use crate::instance::{InstanceState, Mode, storage_trap};
-use crate::storage::queue::retry_delay;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
+use crate::storage::queue::retry_delay;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
 
 impl Host for InstanceState {

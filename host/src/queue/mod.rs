@@ -3,13 +3,10 @@
 //! their processing commits, retried with backoff, and dead-lettered after
 //! too many failures.
 //!
-//! The queue's data (its events, policies and their SQL) lives in
-//! [`crate::storage::queue`]; [`pump`] drives the processing of one
-//! instance; [`waiters`] holds the senders that wait for their event's
-//! outcome.
+//! This module names what the public API shows of it. The queue's data
+//! (its events, policies and their SQL) lives in `storage::queue`; the
+//! pump that processes an instance's events and the senders waiting for
+//! an outcome in `background`; sending in `host`.
 
-pub(crate) mod api;
-pub(crate) mod pump;
-pub(crate) mod waiters;
-
+pub use crate::background::waiters::EventOutcome;
 pub use crate::storage::queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};

@@ -29,17 +29,18 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
+use super::Background;
+use super::waiters::EventOutcome;
 use crate::address::Address;
 use crate::cell::{Cell, Origin};
 use crate::config::{DB_BUSY_TIMEOUT, MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_EVENTS};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
-use crate::host::{ConflictRetry, Host};
 use crate::presence::Lease;
-use crate::queue::waiters::EventOutcome;
-use crate::storage::queue::{QueueMode, QueuePolicy, QueuedEvent};
+use crate::runtime::ConflictRetry;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db, AfterFailure};
+use crate::storage::queue::{QueueMode, QueuePolicy, QueuedEvent};
 
 /// A pump is kept awake this long when its next event is due soon, rather
 /// than ending and being started again by the queue timer.
@@ -72,7 +73,7 @@ struct Shared {
 impl Pump {
     /// Starts the pump of `address`; it holds `lease` until it ends.
     pub(crate) fn start(
-        host: Host,
+        work: Arc<Background>,
         def: Arc<ActorDefinition>,
         address: Address,
         lease: Lease,
@@ -82,7 +83,7 @@ impl Pump {
         let (stop, stopped) = watch::channel(false);
         let run = Run {
             id,
-            host,
+            work,
             def,
             address,
             shared: shared.clone(),
@@ -159,7 +160,7 @@ struct Done {
 
 struct Run {
     id: u64,
-    host: Host,
+    work: Arc<Background>,
     def: Arc<ActorDefinition>,
     address: Address,
     shared: Arc<Shared>,
@@ -209,13 +210,14 @@ impl Run {
     }
 
     async fn drive(&mut self) -> Result<(), Error> {
-        let path = self.host.instance_path(&self.address);
+        let path = self.work.core.instance_path(&self.address);
         if !path.exists() {
             return self.end_gone();
         }
         // Wake the instance (its migrate and wake hooks, its policy).
         let policy = match self
-            .host
+            .work
+            .core
             .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
                 let policy = cell.host_transaction(|db| queue_db::policy(&db.conn))?;
                 Ok((policy, cell.is_workflow()))
@@ -225,7 +227,7 @@ impl Run {
             // A workflow's queue feeds its queue waits, not `process`: the
             // workflow's driver takes over (it sets its own mark first).
             Ok((_, true)) => {
-                self.host.drive_workflow(self.address.clone());
+                self.work.drive_workflow(self.address.clone());
                 return self.end_gone();
             }
             Ok((Some(policy), false)) => policy,
@@ -324,12 +326,12 @@ impl Run {
 
     /// Ends a pump whose instance does not exist (or has no queue).
     fn end_gone(&mut self) -> Result<(), Error> {
-        self.host
-            .inner
+        self.work
+            .core
             .index
             .clear_mark(self.actor(), self.key())
             .map_err(|e| self.storage(e))?;
-        self.host.pump_ended(&self.address, self.id);
+        self.work.pump_ended(&self.address, self.id);
         Ok(())
     }
 
@@ -341,29 +343,29 @@ impl Run {
     fn end(&mut self, declined: Option<Duration>) -> Result<bool, Error> {
         let reader = self.reader();
         let marked = self
-            .host
-            .inner
+            .work
+            .core
             .index
             .set_mark_from(self.actor(), self.key(), || {
                 next_pick_time(reader, now_ms(), declined)
             })
             .map_err(|e| self.storage(e))?;
         marked.map_err(|e: rusqlite::Error| self.storage(e))?;
-        Ok(self.host.pump_may_end(&self.address, self.id))
+        Ok(self.work.pump_may_end(&self.address, self.id))
     }
 
     /// Ends after an error, to try again in `after`.
     fn end_for(&mut self, after: Duration) -> Result<(), Error> {
         let at = now_ms() + after.as_millis() as i64;
-        self.host
-            .inner
+        self.work
+            .core
             .index
             .set_mark_from(self.actor(), self.key(), || {
                 Ok::<_, rusqlite::Error>(Some(at))
             })
             .map_err(|e| self.storage(e))?
             .map_err(|e| self.storage(e))?;
-        self.host.pump_ended(&self.address, self.id);
+        self.work.pump_ended(&self.address, self.id);
         Ok(())
     }
 
@@ -498,7 +500,8 @@ impl Run {
             return Ok(Vec::new());
         }
         let chosen = self
-            .host
+            .work
+            .core
             .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
                 cell.select(&offered).await
             })
@@ -554,19 +557,22 @@ impl Run {
         };
         self.in_flight
             .insert(event.id, event.group.clone().unwrap_or_default());
-        let host = self.host.clone();
+        let work = self.work.clone();
         let def = self.def.clone();
         let address = self.address.clone();
         self.tasks
-            .spawn(async move { process(host, def, address, runner, event).await });
+            .spawn(async move { process(work, def, address, runner, event).await });
     }
 
     /// Starts a worker; a start that meets concurrent writes is tried
     /// again until the actor's call timeout has passed.
     async fn start_worker(&mut self) -> Result<Cell, Error> {
-        let (host, def, address) = (&self.host, &self.def, &self.address);
+        let (work, def, address) = (&self.work, &self.def, &self.address);
         ConflictRetry::run(def.options.call_timeout, || async {
-            let mut cell = host.start_cell(def, address, Origin::MustExist).await?;
+            let mut cell = work
+                .core
+                .start_cell(def, address, Origin::MustExist)
+                .await?;
             cell.commit_creation()?;
             Ok(cell)
         })
@@ -581,7 +587,7 @@ impl Run {
             Runner::Worker(worker) if !worker.is_broken() => self.workers.push(*worker),
             Runner::Worker(_) => {}
         }
-        let waiters = &self.host.inner.waiters;
+        let waiters = &self.work.waiters;
         let (actor, key) = (&self.address.actor, &self.address.key);
         match done.finished {
             Finished::Processed(result) => {
@@ -604,7 +610,7 @@ impl Run {
 /// Processes one event on `runner`, then records a failure with the same
 /// runner. A conflict is retried here, after a pause.
 async fn process(
-    host: Host,
+    work: Arc<Background>,
     def: Arc<ActorDefinition>,
     address: Address,
     runner: Runner,
@@ -614,7 +620,8 @@ async fn process(
     let (actor, key) = (&*address.actor, &*address.key);
     match runner {
         Runner::Main => {
-            let processed = host
+            let processed = work
+                .core
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
                     cell.process(&event).await
                 })
@@ -628,7 +635,8 @@ async fn process(
                 Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
                 Err(e) => {
                     let error = e.to_string();
-                    match host
+                    match work
+                        .core
                         .with_cell(actor, key, Origin::MustExist, async |cell| {
                             cell.record_failure(id, &error, &def.options)
                         })

@@ -4,15 +4,16 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::address::Address;
+use crate::background::waiters::EventOutcome;
 use crate::capability::queue::{BadEvent, check_event};
 use crate::cell::Origin;
 use crate::error::Error;
-use crate::host::{ConflictRetry, Host};
 use crate::inspect::{self, QueueView};
 use crate::instance::QueueLimits;
+use crate::runtime::ConflictRetry;
 use crate::storage::queue::NewEvent;
-use crate::queue::waiters::EventOutcome;
+
+use super::Host;
 
 /// How to send an event (one type for the host and its client).
 pub use burrow_client::SendOptions;
@@ -82,7 +83,7 @@ impl Host {
         payload: &str,
         options: SendOptions,
     ) -> Result<SendOutcome, Error> {
-        let def = self.resolve(actor, key)?;
+        let def = self.core.resolve(actor, key)?;
         if !def.pre.has_processor() {
             return Err(Error::NoQueue(actor.into()));
         }
@@ -107,40 +108,38 @@ impl Host {
                 message,
             },
         })?;
-        let address = Address {
-            actor: def.name.clone(),
-            key: key.into(),
-        };
-        let waiters = &self.inner.waiters;
+        let address = self.core.address(&def, key);
+        let waiters = &self.work.waiters;
         // The waiter is registered before the append commits: the event
         // cannot be processed earlier.
         let waiting = Mutex::new(None);
         let id = ConflictRetry::run(def.options.call_timeout, || {
-            self.with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
-                if options.wait.is_some() && cell.is_workflow() {
-                    return Err(Error::InvalidEvent {
-                        actor: actor.into(),
-                        message: "a workflow takes its queue's events with queue waits, and \
+            self.core
+                .with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                    if options.wait.is_some() && cell.is_workflow() {
+                        return Err(Error::InvalidEvent {
+                            actor: actor.into(),
+                            message: "a workflow takes its queue's events with queue waits, and \
                                   nothing answers a sender that waits: send without waiting"
-                            .into(),
-                    });
-                }
-                let mut registered = None;
-                let appended = cell.append(&event, |id| {
-                    if options.wait.is_some() {
-                        registered = Some(id);
-                        let receiver = waiters.register(&address.actor, &address.key, id);
-                        *waiting.lock().unwrap() = Some(receiver);
+                                .into(),
+                        });
                     }
-                });
-                if appended.is_err()
-                    && let Some(id) = registered
-                {
-                    waiters.forget(&address.actor, &address.key, id);
-                    *waiting.lock().unwrap() = None;
-                }
-                appended
-            })
+                    let mut registered = None;
+                    let appended = cell.append(&event, |id| {
+                        if options.wait.is_some() {
+                            registered = Some(id);
+                            let receiver = waiters.register(&address.actor, &address.key, id);
+                            *waiting.lock().unwrap() = Some(receiver);
+                        }
+                    });
+                    if appended.is_err()
+                        && let Some(id) = registered
+                    {
+                        waiters.forget(&address.actor, &address.key, id);
+                        *waiting.lock().unwrap() = None;
+                    }
+                    appended
+                })
         })
         .await?;
         let waiting = waiting.into_inner().unwrap();
@@ -167,21 +166,19 @@ impl Host {
     /// and what keeps it from being processed, if anything. Read-only: the
     /// instance is not woken.
     pub fn queue(&self, actor: &str, key: &str) -> Result<QueueView, Error> {
-        let def = self.resolve(actor, key)?;
+        let def = self.core.resolve(actor, key)?;
         let view = inspect::queue_view(self.data_dir(), actor, key)?;
         let mut view = view.ok_or_else(|| Error::NoQueue(actor.into()))?;
-        view.error = self.pump_error(&Address {
-            actor: def.name.clone(),
-            key: key.into(),
-        });
+        view.error = self.work.pump_error(&self.core.address(&def, key));
         Ok(view)
     }
 
     /// Moves dead letter `id` of (`actor`, `key`) back into its queue,
     /// with its attempts reset and at its old place in the order.
     pub async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
-        let found = ConflictRetry::run(self.call_timeout(actor), || {
-            self.with_cell(actor, key, Origin::MustExist, async |cell| cell.requeue(id))
+        let found = ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::MustExist, async |cell| cell.requeue(id))
         })
         .await?;
         if found {
@@ -193,10 +190,13 @@ impl Host {
 
     /// Deletes dead letter `id` of (`actor`, `key`) for good.
     pub async fn drop_dead_letter(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
-        let found = ConflictRetry::run(self.call_timeout(actor), || {
-            self.with_cell(actor, key, Origin::MustExist, async |cell| {
-                cell.host_transaction(|db| crate::storage::queue::drop_dead_letter(&db.conn, id))
-            })
+        let found = ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::MustExist, async |cell| {
+                    cell.host_transaction(|db| {
+                        crate::storage::queue::drop_dead_letter(&db.conn, id)
+                    })
+                })
         })
         .await?;
         if found {

@@ -1,0 +1,147 @@
+//! Workflow drivers: each instance's workflow runs until it completes,
+//! replayed from the start after every wait, wake or restart. The imports
+//! are in `capability::workflow`, the tables in `storage::workflow`, one
+//! run in `Cell::run_workflow`.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, Weak};
+use std::time::Duration;
+
+use crate::address::Address;
+use crate::cell::{Origin, RunEnd};
+use crate::error::Error;
+use crate::presence::Lease;
+use crate::storage::instance_db::now_ms;
+
+use super::Background;
+
+/// A driver stays with a workflow whose wait ends within this time, rather
+/// than ending and being started again by the timer.
+const STAY_FOR: Duration = Duration::from_secs(1);
+/// Pause before a run that met a concurrent call is tried again.
+const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
+/// Wait before a driver that failed (storage, instance cannot start) tries
+/// again.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+
+/// The workflows being driven.
+#[derive(Default)]
+pub(crate) struct Drivers {
+    /// Instances whose workflow has a driver now.
+    running: Mutex<HashSet<Address>>,
+    /// Those of them asked to run again (the queue grew during a run).
+    kicked: Mutex<HashSet<Address>>,
+}
+
+impl Drivers {
+    /// The instances whose workflow has a driver now.
+    pub(crate) fn running(&self) -> HashSet<Address> {
+        self.running.lock().unwrap().clone()
+    }
+}
+
+impl Background {
+    /// Makes sure the workflow of (`actor`, `key`) is being driven. The
+    /// workflow mark is set to now first, so that a crash before the run
+    /// ends resumes it.
+    pub(crate) fn drive_workflow(&self, address: Address) {
+        if self.core.is_shutting_down() {
+            return;
+        }
+        // None while the instance is destroyed.
+        let Some(lease) = self.core.presence.lease(&address) else {
+            return;
+        };
+        if !self.drivers.running.lock().unwrap().insert(address.clone()) {
+            // The driver runs again after its current run (an append
+            // during a run is seen by the next one).
+            self.drivers.kicked.lock().unwrap().insert(address);
+            return;
+        }
+        if let Err(e) =
+            self.core
+                .index
+                .set_workflow_mark(&address.actor, &address.key, Some(now_ms()))
+        {
+            tracing::error!(error = %e, "cannot record the workflow mark");
+        }
+        // The task holds the host only while a run goes on, so that a host
+        // that shuts down is dropped (and its data directory unlocked)
+        // without waiting for the driver's next wake-up.
+        let work = self.this.clone();
+        tokio::spawn(async move {
+            drive(&work, &address, &lease).await;
+            if let Some(work) = work.upgrade() {
+                work.drivers.running.lock().unwrap().remove(&address);
+            }
+            drop(lease);
+        });
+    }
+}
+
+/// Runs the workflow of `address` until it finishes or waits longer than
+/// [`STAY_FOR`], then records its mark.
+async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
+    let (actor, key) = (&*address.actor, &*address.key);
+    loop {
+        // The instance is being destroyed: its workflow goes with it.
+        if lease.is_closing() {
+            return;
+        }
+        let Some(host) = work.upgrade() else {
+            return;
+        };
+        host.drivers.kicked.lock().unwrap().remove(address);
+        let end = host
+            .core
+            .with_cell(actor, key, Origin::MustExist, async |cell| {
+                cell.run_workflow().await
+            })
+            .await;
+        let kicked = host.drivers.kicked.lock().unwrap().remove(address);
+        let end = match end {
+            Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
+            other => other,
+        };
+        let index = &host.core.index;
+        let marked = match end {
+            Ok(RunEnd::Again) => continue,
+            Ok(RunEnd::Conflict) => {
+                drop(host);
+                tokio::select! {
+                    _ = tokio::time::sleep(CONFLICT_PAUSE) => {}
+                    _ = lease.closing() => return,
+                }
+                continue;
+            }
+            Ok(RunEnd::Wait(at)) => {
+                let marked = index.set_workflow_mark(actor, key, Some(at));
+                let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
+                if wait <= STAY_FOR && marked.is_ok() {
+                    drop(host);
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = lease.closing() => return,
+                    }
+                    continue;
+                }
+                marked
+            }
+            // An append drives the workflow again.
+            Ok(RunEnd::Idle) => index.set_workflow_mark(actor, key, None),
+            Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
+                index.set_workflow_mark(actor, key, None)
+            }
+            Err(Error::ShuttingDown) => return,
+            Err(e) => {
+                tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
+                let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
+                index.set_workflow_mark(actor, key, Some(at))
+            }
+        };
+        if let Err(e) = marked {
+            tracing::error!(actor, key, error = %e, "cannot record the workflow mark");
+        }
+        return;
+    }
+}

@@ -1,0 +1,100 @@
+//! The timer: one task that starts, at every turn, the background work
+//! that has come due by the index's marks (queue pumps, workflow drivers,
+//! schedule runs), a bounded number of each kind.
+
+use std::collections::HashSet;
+use std::sync::Weak;
+use std::time::Duration;
+
+use crate::address::Address;
+use crate::storage::instance_db::now_ms;
+
+use super::Background;
+
+/// How often the host looks for queues whose next event has come due.
+const QUEUE_TIMER_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How many instances of each kind (queues, workflows, schedules) the
+/// timer starts at one turn: half of `max_awake`, and at least one, so
+/// that background work makes progress at any `max_awake` while callers
+/// keep room to wake instances.
+pub(crate) fn timer_budget(max_awake: usize) -> usize {
+    (max_awake / 2).max(1)
+}
+
+/// Starts the pumps of queues whose next event has come due, the drivers
+/// of workflows whose wait is over, and the runs of due schedules: at
+/// start (what a previous run left), and after retry backoffs and sleeps.
+///
+/// At every turn it starts, of each kind, up to [`timer_budget`] of the
+/// instances due longest, leaving out those whose work of that kind is
+/// running already and those of actors not in the manifest (their marks
+/// wait for the actor to come back). Whatever else runs, each due
+/// instance thus gets its turn in order of its due time; a run that
+/// cannot start or fails moves its mark later, so it holds nobody back.
+pub(super) async fn wake_due(background: Weak<Background>) {
+    loop {
+        let Some(work) = background.upgrade() else {
+            return;
+        };
+        if work.core.is_shutting_down() {
+            return;
+        }
+        let budget = timer_budget(work.core.max_awake());
+        let actors = work.core.actor_names();
+        let now = now_ms();
+        let index = &work.core.index;
+        let running: HashSet<Address> = work.pumps.lock().unwrap().keys().cloned().collect();
+        let due = index.due(now, &actors, budget + running.len());
+        for address in work.due_addresses(due, &running, budget, "queue") {
+            let def = work
+                .core
+                .definition(&address.actor)
+                .expect("defined actors only");
+            work.kick(&def, &address);
+        }
+        let running = work.drivers.running();
+        let due = index.due_workflows(now, &actors, budget + running.len());
+        for address in work.due_addresses(due, &running, budget, "workflow") {
+            work.drive_workflow(address);
+        }
+        let running = work.schedule_runs.lock().unwrap().clone();
+        let due = index.due_schedules(now, &actors, budget + running.len());
+        for address in work.due_addresses(due, &running, budget, "schedule") {
+            work.run_schedules(address);
+        }
+        drop(work);
+        tokio::time::sleep(QUEUE_TIMER_INTERVAL).await;
+    }
+}
+
+impl Background {
+    /// The first `budget` of `due` (as the index gave them, earliest
+    /// first) that are not `running`.
+    fn due_addresses(
+        &self,
+        due: rusqlite::Result<Vec<(String, String)>>,
+        running: &HashSet<Address>,
+        budget: usize,
+        kind: &str,
+    ) -> Vec<Address> {
+        let due = match due {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the {kind} marks");
+                return Vec::new();
+            }
+        };
+        due.into_iter()
+            .filter_map(|(actor, key)| {
+                let def = self.core.definition(&actor)?;
+                Some(Address {
+                    actor: def.name.clone(),
+                    key: key.into(),
+                })
+            })
+            .filter(|address| !running.contains(address))
+            .take(budget)
+            .collect()
+    }
+}

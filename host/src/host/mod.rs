@@ -1,0 +1,191 @@
+//! The public host: the API that the CLI, the HTTP server and embedders
+//! call. It starts the runtime core and background work, and is the only
+//! layer that holds both.
+//!
+//! Calls, creation and shutdown are here; destroy, client connections,
+//! the queue's API and the workflow view each have a file.
+
+mod connect;
+mod destroy;
+mod guest_link;
+mod queue;
+mod workflow;
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::address::Address;
+use crate::background::Background;
+use crate::capability;
+use crate::cell::Origin;
+use crate::config::{HostConfig, MAX_ARGS_BYTES};
+use crate::directory::SlotState;
+use crate::engine;
+use crate::error::Error;
+use crate::inspect::{self, Inspection};
+use crate::manifest::ActorSpec;
+use crate::runtime::{ConflictRetry, Core, load_definitions};
+use crate::storage::{open_dir_creating, validate_actor_name};
+use guest_link::GuestLink;
+pub use queue::{SendOptions, SendOutcome};
+
+/// A running Burrow host. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Host {
+    core: Arc<Core>,
+    work: Arc<Background>,
+}
+
+impl Host {
+    /// Starts a host on `config.data_dir` with the given actors. Fails if
+    /// another host holds the data directory, or if any component cannot
+    /// be loaded (the error names the actor, the file and the reason).
+    ///
+    /// Must be called inside a tokio runtime: the host keeps a task that
+    /// puts idle instances to sleep.
+    pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        let core = Core::start(config, actors).await?;
+        let work = Background::new(core.clone());
+        let wakeups: std::sync::Weak<Background> = Arc::downgrade(&work);
+        core.connect_above(wakeups, Arc::new(GuestLink::new(&work)));
+        work.start_timer();
+        Ok(Host { core, work })
+    }
+
+    /// Names of the defined actors, sorted.
+    pub fn actors(&self) -> Vec<String> {
+        self.core.actor_names()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.core.data.root()
+    }
+
+    /// Instances awake right now.
+    pub fn awake_count(&self) -> usize {
+        self.core.awake_count()
+    }
+
+    /// Calls `action` on the instance (`actor`, `key`) with `args`, a JSON
+    /// array, and returns the JSON result. The first call creates the
+    /// instance (with a `null` create input).
+    pub async fn call(
+        &self,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
+        self.call_on_chain(Vec::new(), actor, key, action, args)
+            .await
+    }
+
+    /// Calls `action` for another instance's guest code: `chain` holds the
+    /// instances waiting on this call, outermost first.
+    pub(crate) async fn call_on_chain(
+        &self,
+        chain: Vec<Address>,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
+        if args.len() > MAX_ARGS_BYTES {
+            return Err(Error::InvalidArguments {
+                actor: actor.into(),
+                action: action.into(),
+                message: format!(
+                    "the arguments are {} bytes; the limit is {MAX_ARGS_BYTES} bytes",
+                    args.len()
+                ),
+            });
+        }
+        ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
+                    cell.action(action, args, &chain).await
+                })
+        })
+        .await
+    }
+
+    /// Creates the instance (`actor`, `key`) with `input` (JSON) for its
+    /// create hook. Fails if it already exists.
+    pub async fn create(&self, actor: &str, key: &str, input: &str) -> Result<(), Error> {
+        if serde_json::from_str::<serde_json::Value>(input).is_err() {
+            return Err(Error::InvalidArguments {
+                actor: actor.into(),
+                action: "create".into(),
+                message: "the create input is not valid JSON".into(),
+            });
+        }
+        ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::MustBeNew(input), async |cell| {
+                    cell.commit_creation()
+                })
+        })
+        .await
+    }
+
+    /// State and tables of the instance, read from a separate read-only
+    /// connection (the instance is not woken). The actor's tables are read
+    /// under the bounds of guest SQL, within the actor's `call_timeout`.
+    /// Blocks: async code calls it on a blocking thread (the HTTP API does).
+    pub fn inspect(&self, actor: &str, key: &str) -> Result<Inspection, Error> {
+        let def = self.core.resolve(actor, key)?;
+        inspect::inspect(self.core.data.root(), actor, key, def.options.call_timeout)
+    }
+
+    /// The instance's state value as JSON (`null` if never set), read from a
+    /// separate read-only connection. Blocks, like [`Host::inspect`].
+    pub fn state(&self, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
+        self.core.resolve(actor, key)?;
+        inspect::state(self.core.data.root(), actor, key)
+    }
+
+    /// Keys of `actor`'s instances.
+    pub fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
+        validate_actor_name(actor)?;
+        if !self.core.actors.contains_key(actor) {
+            return Err(Error::UnknownActor(actor.into()));
+        }
+        self.core.index.keys(actor).map_err(|e| Error::Storage {
+            actor: actor.into(),
+            key: String::new(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Puts every awake instance to sleep (running its sleep hook) and
+    /// refuses new calls. In-flight calls finish first.
+    pub async fn shutdown(&self) {
+        self.core.begin_shutdown();
+        self.core.hub.close_all();
+        self.work.stop_all_pumps().await;
+        for slot in self.core.directory.all() {
+            let mut state = slot.state.lock().await;
+            if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
+                cell.sleep().await;
+            }
+            self.core.directory.remove(&slot);
+        }
+    }
+}
+
+/// Compiles every actor's component into the compile cache of `config` and
+/// checks it against the WIT world, without starting a host: no lock is
+/// taken, so a server may be running on the same data directory.
+pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<()> {
+    let engine = engine::build(config.max_awake, config.pooling)?;
+    let linker = capability::linker(&engine)?;
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join("cache"));
+    let cache_dir = open_dir_creating(&cache)?;
+    load_definitions(&engine, &linker, &cache_dir, actors).await?;
+    Ok(())
+}

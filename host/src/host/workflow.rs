@@ -1,0 +1,16 @@
+//! The workflow view of an instance, read without waking it.
+
+use crate::error::Error;
+use crate::inspect::WorkflowView;
+
+use super::Host;
+
+impl Host {
+    /// The workflow of (`actor`, `key`) and its history, read from a
+    /// separate read-only connection (the instance is not woken).
+    pub fn workflow(&self, actor: &str, key: &str) -> Result<WorkflowView, Error> {
+        self.core.resolve(actor, key)?;
+        crate::inspect::workflow_view(self.data_dir(), actor, key)?
+            .ok_or_else(|| Error::NoWorkflow(actor.into()))
+    }
+}

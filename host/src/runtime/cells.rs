@@ -1,0 +1,150 @@
+//! Running an operation in an instance's cell: looking the instance up in
+//! the directory, waking or creating it (making room first), running the
+//! operation with the slot held, and releasing what its commits asked for.
+//!
+//! Every operation on an instance, from a caller, a guest or background
+//! work, goes through [`Core::with_cell`]: one at a time per instance.
+
+use crate::address::Address;
+use crate::cell::{AwakeToken, Cell, Home, Origin};
+use crate::definition::ActorDefinition;
+use crate::directory::{QueuePlace, SlotState};
+use crate::error::Error;
+
+use super::Core;
+
+impl Core {
+    pub(crate) async fn start_cell(
+        &self,
+        def: &ActorDefinition,
+        address: &Address,
+        origin: Origin<'_>,
+    ) -> Result<Cell, Error> {
+        let name = Address {
+            actor: address.actor.clone(),
+            key: address.key.clone(),
+        };
+        let path = self.data.instance_path(&address.actor, &address.key);
+        let existed = path.exists();
+        if !existed {
+            // A destroy cut short (a crash between its deletions) can leave
+            // the WAL of the old instance: it must not meet the new one.
+            let _ = self.data.remove_instance(&address.actor, &address.key);
+        }
+        let token = AwakeToken::new(&self.awake);
+        let home = Home {
+            name,
+            path: &path,
+            synchronous: self.config.synchronous,
+            index: self.index.clone(),
+            hub: self.hub.clone(),
+            outside: self.outside(),
+        };
+        let result = Cell::start(&self.engine, def, home, origin, token).await;
+        if result.is_err() && !existed {
+            // Leave nothing behind for an instance that never came to be.
+            let _ = self.data.remove_instance(&address.actor, &address.key);
+        }
+        result
+    }
+
+    /// Runs `op` on the awake cell of (`actor`, `key`), waking or creating
+    /// the instance first as `origin` allows.
+    pub(crate) async fn with_cell<T>(
+        &self,
+        actor: &str,
+        key: &str,
+        origin: Origin<'_>,
+        op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let def = self.resolve(actor, key)?;
+        loop {
+            let slot = self
+                .directory
+                .slot(&def.name, key, def.options.sleep_timeout);
+            let address = &slot.address;
+            let _place = QueuePlace::enter(&slot)?;
+            let mut state = slot.state.lock().await;
+            match &*state {
+                // Retired by shutdown: no new cell may start after it.
+                SlotState::Retired if self.is_shutting_down() => {
+                    return Err(Error::ShuttingDown);
+                }
+                SlotState::Retired => continue,
+                SlotState::Awake(cell) if cell.is_broken() => *state = SlotState::Asleep,
+                _ => {}
+            }
+            if let SlotState::Asleep = *state {
+                self.make_room(address).await?;
+                let cell = self.start_cell(&def, address, origin).await?;
+                *state = SlotState::Awake(Box::new(cell));
+            } else if let Origin::MustBeNew(_) = origin {
+                return Err(Error::AlreadyExists {
+                    actor: actor.into(),
+                    key: key.into(),
+                });
+            }
+            let SlotState::Awake(cell) = &mut *state else {
+                unreachable!("the slot was just woken")
+            };
+            let result = op(cell).await;
+            if let Some(created_at) = cell.take_created() {
+                if let Err(e) = self.data.sync_created(actor) {
+                    tracing::warn!(actor, key, error = %format!("{e:#}"), "cannot sync the new instance's directory");
+                }
+                if let Err(e) = self.index.insert(actor, key, created_at) {
+                    tracing::warn!(actor, key, error = %e, "cannot index the new instance");
+                }
+            }
+            if cell.take_queue_grew() {
+                if cell.is_workflow() {
+                    self.wakeups().drive_workflow(address.clone());
+                } else {
+                    self.wakeups().kick_queue(&def, address);
+                }
+            }
+            if cell.take_workflow_started() {
+                self.wakeups().drive_workflow(address.clone());
+            }
+            if cell.is_broken() {
+                let failed_creation = cell.creation_failed();
+                *state = SlotState::Asleep;
+                if failed_creation {
+                    let _ = self.data.remove_instance(actor, key);
+                }
+            }
+            slot.touch();
+            return result;
+        }
+    }
+
+    /// Puts the least recently used idle instance to sleep if the host is
+    /// at its limit of awake instances.
+    async fn make_room(&self, except: &Address) -> Result<(), Error> {
+        let max = self.config.max_awake;
+        if self.awake_count() < max {
+            return Ok(());
+        }
+        for slot in self.directory.eviction_candidates(except) {
+            // An instance with connections stays awake.
+            if self.hub.is_connected(&slot.address) {
+                continue;
+            }
+            let Ok(mut state) = slot.state.try_lock() else {
+                continue;
+            };
+            match std::mem::replace(&mut *state, SlotState::Asleep) {
+                SlotState::Awake(cell) => {
+                    cell.sleep().await;
+                    if self.awake_count() < max {
+                        return Ok(());
+                    }
+                }
+                other => *state = other,
+            }
+        }
+        Err(Error::Overloaded(format!(
+            "all {max} awake instances are busy; raise --max-awake or try again"
+        )))
+    }
+}

@@ -1,0 +1,251 @@
+//! The runtime core: the actors' definitions, the data directory and its
+//! index, the directory of live instances and the means to run an
+//! operation in one of them ([`Core::with_cell`]), making room, putting
+//! idle instances to sleep, and retrying calls that met a conflict.
+//!
+//! The core stands below background work and the public host. What it
+//! must ask of them goes through traits they implement: [`Wakeups`] (a
+//! commit appended to a queue or started a workflow) and
+//! [`OtherActors`] (guest code calls another instance).
+
+mod cells;
+mod reaper;
+mod retry;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+use crate::address::Address;
+use crate::capability;
+use crate::config::HostConfig;
+use crate::connections::Hub;
+use crate::definition::{self, ActorDefinition};
+use crate::directory::Directory;
+use crate::engine::{self, EpochTicker};
+use crate::error::Error;
+use crate::instance::InstanceState;
+use crate::instance::outside::{OtherActors, Pending};
+use crate::manifest::ActorSpec;
+use crate::presence::Presence;
+use crate::storage::index::Index;
+use crate::storage::{DataDir, validate_actor_name, validate_key};
+
+pub(crate) use retry::ConflictRetry;
+
+/// What the core asks of background work after an operation's commits.
+pub(crate) trait Wakeups: Send + Sync {
+    /// A commit appended to the queue of `address`: its pump must run.
+    fn kick_queue(&self, def: &Arc<ActorDefinition>, address: &Address);
+    /// The workflow of `address` was started, or its queue grew: its
+    /// driver must run.
+    fn drive_workflow(&self, address: Address);
+}
+
+/// The runtime core of a host (see the module docs).
+pub(crate) struct Core {
+    pub(crate) engine: Engine,
+    pub(crate) config: HostConfig,
+    pub(crate) data: DataDir,
+    pub(crate) index: Arc<Index>,
+    pub(crate) actors: HashMap<String, Arc<ActorDefinition>>,
+    pub(crate) directory: Directory,
+    awake: Arc<AtomicUsize>,
+    shutting_down: AtomicBool,
+    /// Client connections and their events.
+    pub(crate) hub: Arc<Hub>,
+    /// The background work on each instance, which destroy waits for.
+    pub(crate) presence: Presence,
+    /// Set once, by the layers above, right after the core starts.
+    above: OnceLock<Above>,
+    _ticker: EpochTicker,
+}
+
+/// What the layers above give the core.
+struct Above {
+    wakeups: Weak<dyn Wakeups>,
+    outside: Arc<dyn OtherActors>,
+}
+
+/// The layers above while they are not there (yet, or any more): no
+/// wake-ups, and guest calls to other instances fail as at shutdown.
+struct Detached;
+
+impl Wakeups for Detached {
+    fn kick_queue(&self, _: &Arc<ActorDefinition>, _: &Address) {}
+    fn drive_workflow(&self, _: Address) {}
+}
+
+impl OtherActors for Detached {
+    fn call<'a>(
+        &'a self,
+        _: Vec<Address>,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Pending<'a, String> {
+        Box::pin(async { Err(Error::ShuttingDown) })
+    }
+
+    fn send<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+        _: i32,
+        _: Option<String>,
+    ) -> Pending<'a, i64> {
+        Box::pin(async { Err(Error::ShuttingDown) })
+    }
+}
+
+impl Core {
+    /// Opens the data directory, loads every actor and starts the reaper.
+    pub(crate) async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Arc<Core>> {
+        // Before the first connection of this process opens.
+        crate::storage::heap::install();
+        let data = DataDir::open(&config.data_dir, config.synchronous)?;
+        let engine = engine::build(config.max_awake, config.pooling)?;
+        let linker = capability::linker(&engine)?;
+        let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
+        let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
+        for name in definitions.keys() {
+            data.prepare_actor(name)?;
+        }
+        let index = Index::open_with(&data.root().join("host.sqlite"), config.synchronous)
+            .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
+        data.sync_root()?;
+        let core = Arc::new(Core {
+            _ticker: EpochTicker::start(&engine),
+            engine,
+            config,
+            data,
+            index: Arc::new(index),
+            actors: definitions,
+            directory: Directory::default(),
+            awake: Arc::new(AtomicUsize::new(0)),
+            shutting_down: AtomicBool::new(false),
+            hub: Arc::new(Hub::default()),
+            presence: Presence::default(),
+            above: OnceLock::new(),
+        });
+        tokio::spawn(reaper::reap_idle(Arc::downgrade(&core)));
+        Ok(core)
+    }
+
+    /// Connects the layers above: called once, before the first operation.
+    pub(crate) fn connect_above(&self, wakeups: Weak<dyn Wakeups>, outside: Arc<dyn OtherActors>) {
+        let set = self.above.set(Above { wakeups, outside });
+        assert!(set.is_ok(), "the layers above connect once");
+    }
+
+    fn wakeups(&self) -> Arc<dyn Wakeups> {
+        self.above
+            .get()
+            .and_then(|above| above.wakeups.upgrade())
+            .unwrap_or_else(|| Arc::new(Detached))
+    }
+
+    fn outside(&self) -> Arc<dyn OtherActors> {
+        match self.above.get() {
+            Some(above) => above.outside.clone(),
+            None => Arc::new(Detached),
+        }
+    }
+
+    /// Names of the defined actors, sorted.
+    pub(crate) fn actor_names(&self) -> Vec<String> {
+        let mut names: Vec<_> = self.actors.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Instances awake right now.
+    pub(crate) fn awake_count(&self) -> usize {
+        self.awake.load(Ordering::Relaxed)
+    }
+
+    /// From now on, no new operation starts.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn max_awake(&self) -> usize {
+        self.config.max_awake
+    }
+
+    pub(crate) fn definition(&self, actor: &str) -> Option<Arc<ActorDefinition>> {
+        self.actors.get(actor).cloned()
+    }
+
+    /// The definition of `actor`, if the address is valid and the host runs.
+    pub(crate) fn resolve(&self, actor: &str, key: &str) -> Result<Arc<ActorDefinition>, Error> {
+        if self.is_shutting_down() {
+            return Err(Error::ShuttingDown);
+        }
+        validate_actor_name(actor)?;
+        validate_key(key)?;
+        let def = self
+            .actors
+            .get(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))?
+            .clone();
+        Ok(def)
+    }
+
+    /// The address of (`actor`, `key`), with the actor's name shared.
+    pub(crate) fn address(&self, def: &ActorDefinition, key: &str) -> Address {
+        Address {
+            actor: def.name.clone(),
+            key: key.into(),
+        }
+    }
+
+    pub(crate) fn instance_path(&self, address: &Address) -> std::path::PathBuf {
+        self.data.instance_path(&address.actor, &address.key)
+    }
+
+    /// The call timeout of `actor` (the default for an unknown actor,
+    /// which fails anyway).
+    pub(crate) fn call_timeout(&self, actor: &str) -> Duration {
+        self.actors
+            .get(actor)
+            .map_or(crate::config::DEFAULT_CALL_TIMEOUT, |d| {
+                d.options.call_timeout
+            })
+    }
+}
+
+pub(crate) async fn load_definitions(
+    engine: &Engine,
+    linker: &Linker<InstanceState>,
+    cache_dir: &cap_std::fs::Dir,
+    actors: &[ActorSpec],
+) -> Result<HashMap<String, Arc<ActorDefinition>>> {
+    let mut definitions = HashMap::new();
+    for spec in actors {
+        validate_actor_name(&spec.name)?;
+        let engine = engine.clone();
+        let linker = linker.clone();
+        let cache_dir = cache_dir.try_clone()?;
+        let spec = spec.clone();
+        // Compiling is CPU-bound: keep it off the async workers.
+        let def = tokio::task::spawn_blocking(move || {
+            definition::load(&engine, &linker, &cache_dir, &spec)
+        })
+        .await??;
+        definitions.insert(def.name.to_string(), Arc::new(def));
+    }
+    Ok(definitions)
+}
