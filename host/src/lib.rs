@@ -66,6 +66,8 @@ pub mod host;
 pub mod http;
 mod inspect;
 mod instance;
+#[cfg(test)]
+mod layers;
 pub mod manifest;
 mod presence;
 pub mod queue;
