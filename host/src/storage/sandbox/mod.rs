@@ -1,0 +1,194 @@
+//! The SQLite authorizer that fences guest SQL.
+//!
+//! The authorizer is installed once per connection and consulted while a
+//! statement is prepared (and re-prepared after a schema change). It applies
+//! its rules only while guest SQL is being run ([`Sandbox::enter_guest`]);
+//! the host's own statements on `_burrow_*` tables pass untouched.
+//!
+//! The authorizer sees names, not outcomes (an `ALTER TABLE ... RENAME`
+//! shows it only the old name; a foreign key's parent is not shown at
+//! all), so a guest statement that changes the schema also runs inside a
+//! [`SchemaGuard`]: a savepoint, and a check of the schema afterwards.
+
+mod names;
+mod rules;
+mod schema_guard;
+
+pub(crate) use names::is_internal;
+pub(crate) use rules::refuse_statement;
+pub(crate) use schema_guard::SchemaGuard;
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::{CachedStatement, Connection, Statement};
+
+use rules::{changes_schema, refusal, sequence_refusal};
+
+/// Shared switch between the connection's authorizer and the code running
+/// guest SQL, plus the reason of the last refusal for a clear error.
+#[derive(Clone, Default)]
+pub(crate) struct Sandbox {
+    guest: Arc<AtomicBool>,
+    /// Set while a guest statement that changes the schema is prepared.
+    schema_change: Arc<AtomicBool>,
+    /// Set while a guest `DROP TABLE` or `ALTER TABLE` is prepared: SQLite
+    /// then deletes or renames the table's row of `sqlite_sequence` in a
+    /// statement of its own.
+    keeping_sequence: Arc<AtomicBool>,
+    last_denial: Arc<Mutex<Option<String>>>,
+}
+
+/// Marks guest SQL as running until dropped.
+pub(crate) struct GuestSql<'a>(&'a Sandbox);
+
+impl Drop for GuestSql<'_> {
+    fn drop(&mut self) {
+        self.0.guest.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Sandbox {
+    pub(crate) fn install(&self, conn: &mut rusqlite::Connection) -> rusqlite::Result<()> {
+        let sandbox = self.clone();
+        conn.authorizer(Some(move |ctx: AuthContext<'_>| sandbox.authorize(ctx)))
+    }
+
+    pub(crate) fn enter_guest(&self) -> GuestSql<'_> {
+        self.last_denial.lock().unwrap().take();
+        self.take_schema_change();
+        self.guest.store(true, Ordering::Relaxed);
+        GuestSql(self)
+    }
+
+    /// Whether a guest statement prepared since the last call changes the
+    /// schema (then it must run inside a [`SchemaGuard`]).
+    pub(crate) fn take_schema_change(&self) -> bool {
+        self.keeping_sequence.store(false, Ordering::Relaxed);
+        self.schema_change.swap(false, Ordering::Relaxed)
+    }
+
+    /// Prepares one guest statement through the connection's cache. A
+    /// statement that changes the schema is never kept there: it is
+    /// prepared, and so authorized and guarded, every time it runs.
+    pub(crate) fn prepare_cached<'c>(
+        &self,
+        conn: &'c Connection,
+        sql: &str,
+    ) -> rusqlite::Result<GuestStatement<'c>> {
+        self.take_schema_change();
+        let cached = conn.prepare_cached(sql)?;
+        if !self.schema_change.load(Ordering::Relaxed) {
+            return Ok(GuestStatement::Cached(cached));
+        }
+        cached.discard();
+        // Prepared again (the flags are set again) outside the cache.
+        self.take_schema_change();
+        Ok(GuestStatement::Uncached(conn.prepare(sql)?))
+    }
+
+    /// Runs host statements in the middle of guest SQL, unfenced.
+    fn as_host<T>(&self, work: impl FnOnce() -> T) -> T {
+        let was_guest = self.guest.swap(false, Ordering::Relaxed);
+        let result = work();
+        self.guest.store(was_guest, Ordering::Relaxed);
+        result
+    }
+
+    /// Why the last guest statement was refused, if it was.
+    pub(crate) fn take_denial(&self) -> Option<String> {
+        self.last_denial.lock().unwrap().take()
+    }
+
+    fn authorize(&self, ctx: AuthContext<'_>) -> Authorization {
+        if !self.guest.load(Ordering::Relaxed) {
+            return Authorization::Allow;
+        }
+        if changes_schema(&ctx.action) {
+            self.schema_change.store(true, Ordering::Relaxed);
+        }
+        if matches!(
+            ctx.action,
+            AuthAction::DropTable { .. }
+                | AuthAction::DropTempTable { .. }
+                | AuthAction::AlterTable { .. }
+        ) {
+            self.keeping_sequence.store(true, Ordering::Relaxed);
+        }
+        let keeping_sequence = self.keeping_sequence.load(Ordering::Relaxed);
+        match refusal(&ctx.action).or_else(|| sequence_refusal(&ctx.action, keeping_sequence)) {
+            None => Authorization::Allow,
+            Some(reason) => {
+                *self.last_denial.lock().unwrap() = Some(reason);
+                Authorization::Deny
+            }
+        }
+    }
+}
+
+/// A guest statement ready to run: from the connection's cache, or
+/// prepared for this run alone when it changes the schema.
+pub(crate) enum GuestStatement<'c> {
+    Cached(CachedStatement<'c>),
+    Uncached(Statement<'c>),
+}
+
+impl<'c> Deref for GuestStatement<'c> {
+    type Target = Statement<'c>;
+
+    fn deref(&self) -> &Statement<'c> {
+        match self {
+            GuestStatement::Cached(stmt) => stmt,
+            GuestStatement::Uncached(stmt) => stmt,
+        }
+    }
+}
+
+impl<'c> DerefMut for GuestStatement<'c> {
+    fn deref_mut(&mut self) -> &mut Statement<'c> {
+        match self {
+            GuestStatement::Cached(stmt) => stmt,
+            GuestStatement::Uncached(stmt) => stmt,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) fn guest_conn() -> (rusqlite::Connection, Sandbox) {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE _burrow_state (v); CREATE TABLE t (v);")
+            .unwrap();
+        let sandbox = Sandbox::default();
+        sandbox.install(&mut conn).unwrap();
+        (conn, sandbox)
+    }
+
+    #[test]
+    fn host_sql_is_not_fenced() {
+        let (conn, _sandbox) = guest_conn();
+        conn.execute("INSERT INTO _burrow_state VALUES (1)", [])
+            .unwrap();
+    }
+
+    #[test]
+    fn only_statements_that_change_the_schema_are_flagged() {
+        let (conn, sandbox) = guest_conn();
+        let _guest = sandbox.enter_guest();
+        for (sql, changes) in [
+            ("SELECT v FROM t", false),
+            ("INSERT INTO t VALUES (1)", false),
+            ("CREATE TABLE u (x)", true),
+            ("ALTER TABLE t RENAME TO t2", true),
+            ("CREATE TEMP VIEW w AS SELECT 1", true),
+            ("DROP VIEW w", true),
+        ] {
+            conn.execute_batch(sql).unwrap();
+            assert_eq!(sandbox.take_schema_change(), changes, "{sql}");
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The authorizer's rules: what each action of a guest statement may do,
+//! decided from the names SQLite shows while the statement is prepared.
+//! Guest SQL reaches only its own tables, indexes, triggers and views,
+//! harmless pragmas and functions, and the virtual table modules listed
+//! here; a statement the authorizer is never asked about (`VACUUM`) is
+//! refused before it is prepared.
+
+use rusqlite::hooks::AuthAction;
+
+use super::names::{INTERNAL_PREFIX, is_internal};
+
+/// Pragmas a guest may use: they read, or change nothing that matters for
+/// durability or schema safety.
+const ALLOWED_PRAGMAS: &[&str] = &[
+    "application_id",
+    "collation_list",
+    "data_version",
+    "foreign_key_check",
+    "foreign_key_list",
+    "foreign_keys",
+    "freelist_count",
+    "function_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "page_count",
+    "page_size",
+    "quick_check",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+    "user_version",
+];
+
+/// Virtual table modules a guest may create.
+const ALLOWED_VTABLE_MODULES: &[&str] = &["fts5", "rtree"];
+
+/// Functions a guest may not call.
+const DENIED_FUNCTIONS: &[&str] = &["load_extension", "fts3_tokenizer"];
+
+/// Why `action` on `sqlite_sequence` is refused, if it is. That table
+/// holds the host's `AUTOINCREMENT` counters too: a guest that set them
+/// could make the host reuse event ids or run out of them. A guest reads
+/// it; only SQLite's own upkeep for a guest's `DROP TABLE` or `ALTER
+/// TABLE` (the table's own row, deleted or renamed) writes it.
+pub(super) fn sequence_refusal(action: &AuthAction<'_>, keeping_sequence: bool) -> Option<String> {
+    let table = match *action {
+        AuthAction::Insert { table_name } => table_name,
+        AuthAction::Update { table_name, .. } | AuthAction::Delete { table_name }
+            if !keeping_sequence =>
+        {
+            table_name
+        }
+        _ => return None,
+    };
+    table.eq_ignore_ascii_case("sqlite_sequence").then(|| {
+        "sqlite_sequence is read-only to guest SQL: it holds the host's counters too".to_string()
+    })
+}
+
+/// Whether `action` is part of a statement that changes the schema.
+pub(super) fn changes_schema(action: &AuthAction<'_>) -> bool {
+    use AuthAction::*;
+    matches!(
+        action,
+        CreateIndex { .. }
+            | CreateTable { .. }
+            | CreateTempIndex { .. }
+            | CreateTempTable { .. }
+            | CreateTempTrigger { .. }
+            | CreateTempView { .. }
+            | CreateTrigger { .. }
+            | CreateView { .. }
+            | DropIndex { .. }
+            | DropTable { .. }
+            | DropTempIndex { .. }
+            | DropTempTable { .. }
+            | DropTempTrigger { .. }
+            | DropTempView { .. }
+            | DropTrigger { .. }
+            | DropView { .. }
+            | AlterTable { .. }
+            | CreateVtable { .. }
+            | DropVtable { .. }
+    )
+}
+
+/// Why `action` is refused to guest SQL, or `None` if it is allowed.
+pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
+    use AuthAction::*;
+    let table = match *action {
+        CreateIndex { table_name, .. }
+        | CreateTable { table_name }
+        | CreateTempIndex { table_name, .. }
+        | CreateTempTable { table_name }
+        | CreateTempTrigger { table_name, .. }
+        | CreateTrigger { table_name, .. }
+        | Delete { table_name }
+        | DropIndex { table_name, .. }
+        | DropTable { table_name }
+        | DropTempIndex { table_name, .. }
+        | DropTempTable { table_name }
+        | DropTempTrigger { table_name, .. }
+        | DropTrigger { table_name, .. }
+        | Insert { table_name }
+        | Read { table_name, .. }
+        | Update { table_name, .. }
+        | AlterTable { table_name, .. }
+        | Analyze { table_name }
+        | CreateVtable { table_name, .. }
+        | DropVtable { table_name, .. } => Some(table_name),
+        CreateView { view_name }
+        | CreateTempView { view_name }
+        | DropView { view_name }
+        | DropTempView { view_name } => Some(view_name),
+        _ => None,
+    };
+    if let Some(table) = table
+        && is_internal(table)
+    {
+        return Some(format!(
+            "`{table}` is an internal table of the host; tables named `{INTERNAL_PREFIX}*` are off limits"
+        ));
+    }
+    let index_or_trigger = match *action {
+        CreateIndex { index_name, .. }
+        | CreateTempIndex { index_name, .. }
+        | DropIndex { index_name, .. }
+        | DropTempIndex { index_name, .. } => Some(index_name),
+        CreateTrigger { trigger_name, .. }
+        | CreateTempTrigger { trigger_name, .. }
+        | DropTrigger { trigger_name, .. }
+        | DropTempTrigger { trigger_name, .. } => Some(trigger_name),
+        _ => None,
+    };
+    if let Some(name) = index_or_trigger
+        && is_internal(name)
+    {
+        return Some(format!(
+            "`{name}` is an internal name of the host; indexes and triggers named `{INTERNAL_PREFIX}*` are off limits"
+        ));
+    }
+    match *action {
+        Attach { filename } => Some(format!(
+            "ATTACH of `{filename}` is not allowed: an instance reaches only its own database"
+        )),
+        Detach { .. } => Some("DETACH is not allowed".into()),
+        Transaction { .. } => Some(
+            "BEGIN, COMMIT and ROLLBACK are not allowed: every call already runs in one transaction \
+             that the host commits (use SAVEPOINT for nested work)"
+                .into(),
+        ),
+        Pragma { pragma_name, .. } => {
+            let name = pragma_name.to_ascii_lowercase();
+            (!ALLOWED_PRAGMAS.contains(&name.as_str())).then(|| {
+                format!("PRAGMA {pragma_name} is not allowed: it could change durability or schema safety")
+            })
+        }
+        Function { function_name } => {
+            let name = function_name.to_ascii_lowercase();
+            DENIED_FUNCTIONS
+                .contains(&name.as_str())
+                .then(|| format!("the function {function_name}() is not allowed"))
+        }
+        CreateVtable { module_name, .. } => {
+            let name = module_name.to_ascii_lowercase();
+            (!ALLOWED_VTABLE_MODULES.contains(&name.as_str()))
+                .then(|| format!("virtual tables of module `{module_name}` are not allowed"))
+        }
+        Unknown { code, .. } => Some(format!("SQLite action {code} is not allowed")),
+        _ => None,
+    }
+}
+
+/// Refuses statements the authorizer is not asked about: `VACUUM` (also
+/// `VACUUM INTO`, which would write a copy of the database elsewhere).
+pub(crate) fn refuse_statement(sql: &str) -> Option<String> {
+    let keyword: String = skip_comments(sql)
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    keyword
+        .eq_ignore_ascii_case("vacuum")
+        .then(|| "VACUUM is not allowed: the host maintains the database file".to_string())
+}
+
+fn skip_comments(mut sql: &str) -> &str {
+    loop {
+        sql = sql.trim_start();
+        if let Some(rest) = sql.strip_prefix("--") {
+            sql = rest.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(rest) = sql.strip_prefix("/*") {
+            sql = rest.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            return sql;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::sandbox::tests::guest_conn;
+
+    fn denial(sql: &str) -> String {
+        let (conn, sandbox) = guest_conn();
+        let _guest = sandbox.enter_guest();
+        match conn.execute_batch(sql) {
+            Ok(()) => panic!("`{sql}` was allowed"),
+            Err(_) => sandbox.take_denial().expect("a reason is recorded"),
+        }
+    }
+
+    #[test]
+    fn guest_sql_is_refused_what_the_sandbox_forbids() {
+        assert!(denial("SELECT * FROM _burrow_state").contains("internal table"));
+        assert!(denial("select v from _BURROW_state").contains("internal table"));
+        assert!(denial("DELETE FROM _burrow_state").contains("internal table"));
+        assert!(denial("DROP TABLE _burrow_state").contains("internal table"));
+        assert!(denial("CREATE TABLE _burrow_mine (x)").contains("internal table"));
+        // A view over an internal table can be made, but not read through.
+        assert!(
+            denial("CREATE VIEW v AS SELECT * FROM _burrow_state; SELECT * FROM v;")
+                .contains("internal table")
+        );
+        assert!(denial("ATTACH DATABASE '/tmp/x.db' AS x").contains("ATTACH"));
+        assert!(denial("DETACH DATABASE main").contains("DETACH"));
+        assert!(denial("BEGIN").contains("transaction"));
+        assert!(denial("COMMIT").contains("transaction"));
+        assert!(denial("PRAGMA synchronous = OFF").contains("PRAGMA synchronous"));
+        assert!(denial("PRAGMA journal_mode = DELETE").contains("journal_mode"));
+        assert!(denial("PRAGMA writable_schema = ON").contains("writable_schema"));
+        assert!(denial("SELECT load_extension('x')").contains("load_extension"));
+    }
+
+    #[test]
+    fn guest_sql_may_use_its_own_tables_and_harmless_pragmas() {
+        let (conn, sandbox) = guest_conn();
+        let _guest = sandbox.enter_guest();
+        conn.execute_batch(
+            "INSERT INTO t VALUES (1); CREATE TABLE u (x); CREATE INDEX ui ON u(x);
+             PRAGMA user_version = 3; PRAGMA table_info(t); SAVEPOINT s; RELEASE s;",
+        )
+        .unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn vacuum_is_refused_whatever_precedes_it() {
+        for sql in ["VACUUM", "  vacuum into '/tmp/x'", "-- hi\n/* x */ Vacuum"] {
+            assert!(refuse_statement(sql).is_some(), "{sql}");
+        }
+        for sql in [
+            "SELECT 'VACUUM'",
+            "INSERT INTO vacuums VALUES (1)",
+            "-- VACUUM\nSELECT 1",
+        ] {
+            assert!(refuse_statement(sql).is_none(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn indexes_and_triggers_with_internal_names_are_refused() {
+        for sql in [
+            "CREATE INDEX _burrow_i ON t (v)",
+            "CREATE INDEX main._BURROW_i ON t (v)",
+            "CREATE TEMP TABLE tt (v); CREATE INDEX temp._burrow_i ON tt (v);",
+            "CREATE TRIGGER _burrow_t AFTER INSERT ON t BEGIN SELECT 1; END",
+            "CREATE TEMP TRIGGER _Burrow_t AFTER INSERT ON t BEGIN SELECT 1; END",
+        ] {
+            assert!(denial(sql).contains("internal name"), "{sql}");
+        }
+    }
+}

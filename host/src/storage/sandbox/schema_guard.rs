@@ -1,0 +1,345 @@
+//! The check of the schema after a guest statement that changes it: the
+//! statement runs inside a savepoint, and its changes stand only if the
+//! host's objects in `main` are exactly as they were, `temp` holds none
+//! of the host's names, and no foreign key names an internal table.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::Sandbox;
+
+/// The savepoint a [`SchemaGuard`] opens around one guest statement.
+const GUARD_SAVEPOINT: &str = "_burrow_schema_guard";
+
+/// `expr` names a host object: starts with `_burrow_`, in any case (not
+/// `LIKE`, whose `_` matches any character).
+macro_rules! internal_sql {
+    ($expr:literal) => {
+        concat!("lower(substr(", $expr, ", 1, 8)) = '_burrow_'")
+    };
+}
+
+/// The row of `sqlite_schema` is a table or view that would shadow a
+/// table-valued function the host's statements use: `json_each(...)`
+/// finds a table of that name first, in `main` or `temp`.
+macro_rules! shadows_function_sql {
+    () => {
+        "(type IN ('table', 'view') AND (lower(name) IN ('json_each', 'json_tree') \
+         OR lower(substr(name, 1, 7)) = 'pragma_'))"
+    };
+}
+
+/// The host's objects in `main`: every object with an internal name or on
+/// an internal table, with its definition.
+const MAIN_INTERNAL_OBJECTS: &str = concat!(
+    "SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_schema WHERE ",
+    internal_sql!("name"),
+    " OR ",
+    internal_sql!("tbl_name"),
+    " OR ",
+    shadows_function_sql!(),
+    " ORDER BY type, name"
+);
+
+/// Objects in `temp` with an internal name or on an internal table: there
+/// must be none.
+const TEMP_INTERNAL_OBJECTS: &str = concat!(
+    "SELECT type, name, tbl_name, '' FROM temp.sqlite_schema WHERE ",
+    internal_sql!("name"),
+    " OR ",
+    internal_sql!("tbl_name"),
+    " OR ",
+    shadows_function_sql!(),
+    " ORDER BY type, name"
+);
+
+/// Foreign keys from a guest table (in `main` or `temp`) to an internal
+/// table: there must be none.
+const FOREIGN_KEYS_INTO_INTERNAL: &str = concat!(
+    "SELECT t.name, f.\"table\" FROM main.sqlite_schema AS t, pragma_foreign_key_list(t.name, 'main') AS f
+     WHERE t.type = 'table' AND NOT ",
+    internal_sql!("t.name"),
+    " AND ",
+    internal_sql!("f.\"table\""),
+    " UNION ALL
+     SELECT t.name, f.\"table\" FROM temp.sqlite_schema AS t, pragma_foreign_key_list(t.name, 'temp') AS f
+     WHERE t.type = 'table' AND ",
+    internal_sql!("f.\"table\""),
+    " LIMIT 1"
+);
+
+/// One row of [`MAIN_INTERNAL_OBJECTS`]: type, name, table, definition.
+type SchemaObject = (String, String, String, String);
+
+fn internal_objects(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SchemaObject>> {
+    conn.prepare(sql)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect()
+}
+
+fn describe((kind, name, table, _): &SchemaObject) -> String {
+    if name.eq_ignore_ascii_case(table) {
+        format!("{kind} `{name}`")
+    } else {
+        format!("{kind} `{name}` on `{table}`")
+    }
+}
+
+/// Runs one guest statement that changes the schema inside a savepoint,
+/// and keeps its changes only if the host's names are still the host's
+/// alone: no object in `temp` with an internal name or on an internal
+/// table, the host's objects in `main` exactly as they were, and no
+/// foreign key from a guest table to an internal table. Otherwise the
+/// statement is undone and the guest told why.
+///
+/// A guard that is dropped unfinished (the statement failed) undoes the
+/// statement too.
+pub(crate) struct SchemaGuard<'c> {
+    conn: &'c Connection,
+    sandbox: &'c Sandbox,
+    before: Vec<SchemaObject>,
+    open: bool,
+}
+
+impl<'c> SchemaGuard<'c> {
+    /// Opens a guard for the statement just prepared, if it changes the
+    /// schema; `None` (and no cost) otherwise.
+    pub(crate) fn begin(
+        conn: &'c Connection,
+        sandbox: &'c Sandbox,
+    ) -> rusqlite::Result<Option<SchemaGuard<'c>>> {
+        if !sandbox.take_schema_change() {
+            return Ok(None);
+        }
+        let before = sandbox.as_host(|| {
+            conn.execute_batch(&format!("SAVEPOINT {GUARD_SAVEPOINT}"))?;
+            internal_objects(conn, MAIN_INTERNAL_OBJECTS)
+        });
+        let before = match before {
+            Ok(before) => before,
+            Err(e) => {
+                sandbox.as_host(|| undo(conn));
+                return Err(e);
+            }
+        };
+        Ok(Some(SchemaGuard {
+            conn,
+            sandbox,
+            before,
+            open: true,
+        }))
+    }
+
+    /// Checks the schema after the statement ran (and was reset): keeps
+    /// its changes, or undoes them and returns why they were refused.
+    pub(crate) fn finish(mut self) -> rusqlite::Result<Result<(), String>> {
+        self.open = false;
+        let (conn, before) = (self.conn, &self.before);
+        let verdict = self.sandbox.as_host(|| violation(conn, before));
+        self.sandbox.as_host(|| match verdict {
+            Ok(None) => conn
+                .execute_batch(&format!("RELEASE {GUARD_SAVEPOINT}"))
+                .map(Ok),
+            Ok(Some(why)) => {
+                undo(conn);
+                Ok(Err(why))
+            }
+            Err(e) => {
+                undo(conn);
+                Err(e)
+            }
+        })
+    }
+}
+
+impl Drop for SchemaGuard<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.sandbox.as_host(|| undo(self.conn));
+        }
+    }
+}
+
+/// Rolls back to the guard's savepoint and releases it. Errors are left:
+/// SQLite may have rolled the whole transaction back already, savepoint
+/// included, and the caller then finds the connection in autocommit.
+fn undo(conn: &Connection) {
+    let _ = conn.execute_batch(&format!(
+        "ROLLBACK TO {GUARD_SAVEPOINT}; RELEASE {GUARD_SAVEPOINT}"
+    ));
+}
+
+/// What the host keeps for itself, for refusals.
+const HOST_NAMES: &str = "names starting with `_burrow_` belong to the host, and so do the \
+     names of the table-valued functions its statements use (`json_each`, `json_tree`, `pragma_*`)";
+
+/// Why the schema after a guest statement is refused, if it is.
+fn violation(conn: &Connection, before: &[SchemaObject]) -> rusqlite::Result<Option<String>> {
+    if let Some(object) = internal_objects(conn, TEMP_INTERNAL_OBJECTS)?.first() {
+        return Ok(Some(format!(
+            "the statement would make {} in `temp`; {HOST_NAMES}",
+            describe(object)
+        )));
+    }
+    let after = internal_objects(conn, MAIN_INTERNAL_OBJECTS)?;
+    if after != before {
+        let changed = after
+            .iter()
+            .find(|o| !before.contains(o))
+            .or_else(|| before.iter().find(|o| !after.contains(o)))
+            .map_or_else(|| "the host's objects".to_string(), describe);
+        return Ok(Some(format!(
+            "the statement would make or change {changed}; {HOST_NAMES}"
+        )));
+    }
+    let foreign_key: Option<(String, String)> = conn
+        .prepare(FOREIGN_KEYS_INTO_INTERNAL)?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(foreign_key.map(|(table, parent)| {
+        format!(
+            "the table `{table}` would have a foreign key into `{parent}`; foreign keys may not \
+             name the host's internal tables"
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bindings::db::{DbError, Host as _};
+    use crate::instance::testing::instance;
+
+    fn batch(state: &mut crate::instance::InstanceState, sql: &str) -> Result<(), DbError> {
+        state.execute_batch(sql.into()).expect("no trap")
+    }
+
+    fn objects(state: &crate::instance::InstanceState, schema: &str) -> Vec<String> {
+        let sql = format!(
+            "SELECT name FROM {schema}.sqlite_schema WHERE lower(substr(name, 1, 8)) = '_burrow_'
+             OR lower(substr(tbl_name, 1, 8)) = '_burrow_' ORDER BY name"
+        );
+        let mut stmt = state.db.conn.prepare(&sql).unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_refused_schema_change_is_undone_and_names_what_was_refused() {
+        let (mut state, _dir) = instance();
+        let main_before = objects(&state, "main");
+        for (sql, what) in [
+            (
+                "CREATE TEMP TABLE x (v); ALTER TABLE temp.x RENAME TO _burrow_state",
+                "_burrow_state",
+            ),
+            (
+                "CREATE TABLE y (v); ALTER TABLE y RENAME TO _BURROW_schedule",
+                "_BURROW_schedule",
+            ),
+            ("CREATE VIRTUAL TABLE _burrow USING fts5 (body)", "_burrow_"),
+            (
+                "CREATE TABLE f (x REFERENCES _burrow_queue (id) ON DELETE CASCADE)",
+                "_burrow_queue",
+            ),
+            ("CREATE TABLE json_each (value)", "json_each"),
+            (
+                "CREATE TEMP TABLE j (value); ALTER TABLE temp.j RENAME TO JSON_TREE",
+                "JSON_TREE",
+            ),
+            (
+                "CREATE VIEW pragma_foreign_key_list AS SELECT 1",
+                "pragma_foreign_key_list",
+            ),
+            (
+                "CREATE TABLE g (x); ALTER TABLE g ADD COLUMN y REFERENCES _Burrow_State",
+                "_Burrow_State",
+            ),
+        ] {
+            match batch(&mut state, sql) {
+                Err(DbError::Denied(why)) => assert!(why.contains(what), "{sql}: {why}"),
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+        assert_eq!(objects(&state, "main"), main_before);
+        assert!(objects(&state, "temp").is_empty());
+        // The statements before each refused one stand; the refused one left nothing.
+        let kept: Vec<String> = state
+            .db
+            .conn
+            .prepare("SELECT name FROM sqlite_temp_schema UNION ALL SELECT name FROM main.sqlite_schema WHERE name IN ('x', 'y', 'f', 'g')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(kept, ["x", "j", "y", "g"]);
+        // The call's transaction is still open and usable.
+        assert!(!state.db.conn.is_autocommit());
+        batch(
+            &mut state,
+            "CREATE TABLE after (v); INSERT INTO after VALUES (1)",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_schema_change_sent_twice_through_the_cache_is_checked_twice() {
+        use crate::bindings::db::Value;
+        let (mut state, _dir) = instance();
+        batch(&mut state, "CREATE TABLE c (v)").unwrap();
+        for _ in 0..3 {
+            let e = state
+                .execute(
+                    "ALTER TABLE c RENAME TO _burrow_c".into(),
+                    Vec::<Value>::new(),
+                )
+                .unwrap();
+            assert!(
+                matches!(&e, Err(DbError::Denied(m)) if m.contains("_burrow_c")),
+                "{e:?}"
+            );
+        }
+        // A harmless schema change through the same path works, every time.
+        for n in 0..3 {
+            let sql = format!("ALTER TABLE c ADD COLUMN x{n}");
+            state.execute(sql, vec![]).unwrap().unwrap();
+        }
+    }
+
+    #[test]
+    fn sqlite_sequence_is_read_only_but_drop_table_still_clears_it() {
+        let (mut state, _dir) = instance();
+        batch(
+            &mut state,
+            "CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT); INSERT INTO a DEFAULT VALUES;
+             SELECT * FROM sqlite_sequence; ALTER TABLE a RENAME TO a2; DROP TABLE a2;",
+        )
+        .unwrap();
+        for sql in [
+            "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = '_burrow_queue'",
+            "INSERT INTO sqlite_sequence VALUES ('_burrow_schedule', 9223372036854775807)",
+            "DELETE FROM sqlite_sequence WHERE name = '_burrow_queue'",
+            "CREATE TABLE b (x); DROP TABLE b; DELETE FROM sqlite_sequence;",
+            "CREATE TABLE c (x); ALTER TABLE c RENAME TO d; UPDATE sqlite_sequence SET seq = 0;",
+        ] {
+            match batch(&mut state, sql) {
+                Err(DbError::Denied(why)) => {
+                    assert!(why.contains("sqlite_sequence"), "{sql}: {why}")
+                }
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_schema_change_keeps_its_error() {
+        let (mut state, _dir) = instance();
+        let e = batch(&mut state, "CREATE TABLE t (v); CREATE TABLE t (v)").unwrap_err();
+        assert!(
+            matches!(&e, DbError::Other(m) | DbError::InvalidSql(m) if m.contains("already exists")),
+            "{e:?}"
+        );
+        assert!(!state.db.conn.is_autocommit());
+    }
+}
