@@ -12,7 +12,6 @@
 //! together): a failed first call leaves no half-created instance behind,
 //! and a wake costs one commit, not two.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,9 +25,7 @@ use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::{ActionError, Failure};
 use crate::bindings::workflow::FailureKind;
 use crate::bindings::workflow_runner::RunOutcome;
-use crate::config::{
-    MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES, Synchronous,
-};
+use crate::config::{MAX_RESULT_BYTES, MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
 use crate::connections::Hub;
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
@@ -43,6 +40,7 @@ use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
 use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 use crate::storage::schedule as schedule_db;
+use crate::storage::store::InstanceStore;
 use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
 
 /// Counts awake instances; one token per cell.
@@ -81,13 +79,11 @@ pub(crate) enum Origin<'a> {
     MustBeNew(&'a str),
 }
 
-/// Where an instance lives: its name, its database and the host's index,
-/// and what its imports reach beyond it.
+/// Where an instance lives: its address and the store of its database
+/// and marks, and what its imports reach beyond it.
 pub(crate) struct Home<'a> {
-    pub(crate) name: Address,
-    pub(crate) path: &'a Path,
-    pub(crate) synchronous: Synchronous,
-    pub(crate) index: Arc<Index>,
+    pub(crate) address: Address,
+    pub(crate) store: &'a InstanceStore,
     /// Where its broadcast events go.
     pub(crate) hub: Arc<Hub>,
     /// Calls and sends to other instances.
@@ -127,22 +123,17 @@ impl Cell {
         awake: AwakeToken,
     ) -> Result<Cell, Error> {
         let Home {
-            name,
-            path,
-            synchronous,
-            index,
+            address: name,
+            store,
             hub,
             outside,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
-        let db = InstanceDb::open(
-            path,
-            synchronous,
-            def.options.db_size_limit,
-            deadline.clone(),
-        )
-        .map_err(storage)?;
+        let db = store
+            .open_instance(&name, def.options.db_size_limit, deadline.clone())
+            .map_err(storage)?;
+        let index = store.marks().clone();
         let created_at = db.created_at().map_err(storage)?;
         match (&origin, created_at) {
             (Origin::MustExist, None) => {

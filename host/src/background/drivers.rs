@@ -60,7 +60,8 @@ impl Background {
         }
         if let Err(e) =
             self.core
-                .index
+                .store
+                .marks()
                 .set_workflow_mark(&address.actor, &address.key, Some(now_ms()))
         {
             tracing::error!(error = %e, "cannot record the workflow mark");
@@ -103,7 +104,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
             other => other,
         };
-        let index = &host.core.index;
+        let index = &host.core.store.marks();
         let marked = match end {
             Ok(RunEnd::Again) => continue,
             Ok(RunEnd::Conflict) => {

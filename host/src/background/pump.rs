@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
@@ -33,7 +33,7 @@ use super::Background;
 use super::waiters::EventOutcome;
 use crate::address::Address;
 use crate::cell::{Cell, Origin};
-use crate::config::{DB_BUSY_TIMEOUT, MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_EVENTS};
+use crate::config::{MAX_PROCESS_CALLS_PER_INSTANCE, MAX_SELECT_EVENTS};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::presence::Lease;
@@ -210,8 +210,7 @@ impl Run {
     }
 
     async fn drive(&mut self) -> Result<(), Error> {
-        let path = self.work.core.instance_path(&self.address);
-        if !path.exists() {
+        if !self.work.core.store.exists(&self.address) {
             return self.end_gone();
         }
         // Wake the instance (its migrate and wake hooks, its policy).
@@ -234,7 +233,13 @@ impl Run {
             Ok((None, false)) | Err(Error::NoSuchInstance { .. }) => return self.end_gone(),
             Err(e) => return Err(e),
         };
-        self.reader = Some(open_reader(&path).map_err(|e| self.storage(e))?);
+        self.reader = Some(
+            self.work
+                .core
+                .store
+                .open_reader(&self.address)
+                .map_err(|e| self.storage(e))?,
+        );
         loop {
             self.shared.kicked.store(false, Ordering::SeqCst);
             let now = now_ms();
@@ -328,7 +333,8 @@ impl Run {
     fn end_gone(&mut self) -> Result<(), Error> {
         self.work
             .core
-            .index
+            .store
+            .marks()
             .clear_mark(self.actor(), self.key())
             .map_err(|e| self.storage(e))?;
         self.work.pump_ended(&self.address, self.id);
@@ -345,7 +351,8 @@ impl Run {
         let marked = self
             .work
             .core
-            .index
+            .store
+            .marks()
             .set_mark_from(self.actor(), self.key(), || {
                 next_pick_time(reader, now_ms(), declined)
             })
@@ -359,7 +366,8 @@ impl Run {
         let at = now_ms() + after.as_millis() as i64;
         self.work
             .core
-            .index
+            .store
+            .marks()
             .set_mark_from(self.actor(), self.key(), || {
                 Ok::<_, rusqlite::Error>(Some(at))
             })
@@ -728,15 +736,6 @@ fn retry_time_after(reader: &Connection, now: i64) -> rusqlite::Result<Option<i6
 }
 
 /// A read-only connection for picking events: it sees what is committed.
-fn open_reader(path: &std::path::Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(DB_BUSY_TIMEOUT)?;
-    Ok(conn)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

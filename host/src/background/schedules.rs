@@ -53,7 +53,8 @@ impl Background {
                     // Destroyed meanwhile: its mark goes with it.
                     let clear = self
                         .core
-                        .index
+                        .store
+                        .marks()
                         .set_schedule_mark_from(actor, key, || Ok::<_, ()>(None));
                     if let Err(e) = clear {
                         tracing::warn!(actor, key, error = %e, "cannot clear the schedule mark");
@@ -69,7 +70,8 @@ impl Background {
                     let at = now_ms() + SCHEDULE_RETRY_AFTER_ERROR.as_millis() as i64;
                     let later = self
                         .core
-                        .index
+                        .store
+                        .marks()
                         .set_schedule_mark_from(actor, key, || Ok::<_, ()>(Some(at)));
                     if let Err(e) = later {
                         tracing::warn!(actor, key, error = %e, "cannot move the schedule mark");

@@ -43,7 +43,7 @@ pub(super) async fn wake_due(background: Weak<Background>) {
         let budget = timer_budget(work.core.max_awake());
         let actors = work.core.actor_names();
         let now = now_ms();
-        let index = &work.core.index;
+        let index = &work.core.store.marks();
         let running: HashSet<Address> = work.pumps.lock().unwrap().keys().cloned().collect();
         let due = index.due(now, &actors, budget + running.len());
         for address in work.due_addresses(due, &running, budget, "queue") {

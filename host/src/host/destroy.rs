@@ -23,10 +23,10 @@ impl Host {
             actor: actor.into(),
             key: key.into(),
         };
-        if !self.core.data.instance_exists(actor, key) {
+        let address = self.core.address(&def, key);
+        if !self.core.store.exists(&address) {
             return Err(no_such_instance());
         }
-        let address = self.core.address(&def, key);
         let closed = self
             .core
             .presence
@@ -48,7 +48,7 @@ impl Host {
                 continue;
             }
             // Destroyed by another destroy meanwhile.
-            if !self.core.data.instance_exists(actor, key) {
+            if !self.core.store.exists(address) {
                 return Err(no_such_instance());
             }
             let cell = match std::mem::replace(&mut *state, SlotState::Retired) {
@@ -72,11 +72,7 @@ impl Host {
             // Delete while the slot is still in the directory and locked:
             // a caller waiting for this instance starts a new one only after
             // the old files are gone.
-            let removed = self
-                .core
-                .data
-                .remove_instance(actor, key)
-                .and_then(|()| Ok(self.core.index.remove(actor, key)?));
+            let removed = self.core.store.remove(address);
             self.work.waiters.forget_instance(actor, key);
             // Open to background work again before a caller can make a
             // new instance: its first append starts a pump at once.

@@ -60,7 +60,7 @@ impl Host {
 
     /// The data directory.
     pub fn data_dir(&self) -> &std::path::Path {
-        self.core.data.root()
+        self.core.store.root()
     }
 
     /// Instances awake right now.
@@ -136,14 +136,14 @@ impl Host {
     /// Blocks: async code calls it on a blocking thread (the HTTP API does).
     pub fn inspect(&self, actor: &str, key: &str) -> Result<Inspection, Error> {
         let def = self.core.resolve(actor, key)?;
-        inspect::inspect(self.core.data.root(), actor, key, def.options.call_timeout)
+        inspect::inspect(self.core.store.root(), actor, key, def.options.call_timeout)
     }
 
     /// The instance's state value as JSON (`null` if never set), read from a
     /// separate read-only connection. Blocks, like [`Host::inspect`].
     pub fn state(&self, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
         self.core.resolve(actor, key)?;
-        inspect::state(self.core.data.root(), actor, key)
+        inspect::state(self.core.store.root(), actor, key)
     }
 
     /// Keys of `actor`'s instances.
@@ -152,7 +152,7 @@ impl Host {
         if !self.core.actors.contains_key(actor) {
             return Err(Error::UnknownActor(actor.into()));
         }
-        self.core.index.keys(actor).map_err(|e| Error::Storage {
+        self.core.store.keys(actor).map_err(|e| Error::Storage {
             actor: actor.into(),
             key: String::new(),
             message: e.to_string(),

@@ -20,30 +20,23 @@ impl Core {
         address: &Address,
         origin: Origin<'_>,
     ) -> Result<Cell, Error> {
-        let name = Address {
-            actor: address.actor.clone(),
-            key: address.key.clone(),
-        };
-        let path = self.data.instance_path(&address.actor, &address.key);
-        let existed = path.exists();
+        let existed = self.store.exists(address);
         if !existed {
             // A destroy cut short (a crash between its deletions) can leave
             // the WAL of the old instance: it must not meet the new one.
-            let _ = self.data.remove_instance(&address.actor, &address.key);
+            let _ = self.store.remove_files(address);
         }
         let token = AwakeToken::new(&self.awake);
         let home = Home {
-            name,
-            path: &path,
-            synchronous: self.config.synchronous,
-            index: self.index.clone(),
+            address: address.clone(),
+            store: &self.store,
             hub: self.hub.clone(),
             outside: self.outside(),
         };
         let result = Cell::start(&self.engine, def, home, origin, token).await;
         if result.is_err() && !existed {
             // Leave nothing behind for an instance that never came to be.
-            let _ = self.data.remove_instance(&address.actor, &address.key);
+            let _ = self.store.remove_files(address);
         }
         result
     }
@@ -88,13 +81,10 @@ impl Core {
                 unreachable!("the slot was just woken")
             };
             let result = op(cell).await;
-            if let Some(created_at) = cell.take_created() {
-                if let Err(e) = self.data.sync_created(actor) {
-                    tracing::warn!(actor, key, error = %format!("{e:#}"), "cannot sync the new instance's directory");
-                }
-                if let Err(e) = self.index.insert(actor, key, created_at) {
-                    tracing::warn!(actor, key, error = %e, "cannot index the new instance");
-                }
+            if let Some(created_at) = cell.take_created()
+                && let Err(e) = self.store.created(address, created_at)
+            {
+                tracing::warn!(actor, key, error = %format!("{e:#}"), "the new instance is not recorded");
             }
             if cell.take_queue_grew() {
                 if cell.is_workflow() {
@@ -110,7 +100,7 @@ impl Core {
                 let failed_creation = cell.creation_failed();
                 *state = SlotState::Asleep;
                 if failed_creation {
-                    let _ = self.data.remove_instance(actor, key);
+                    let _ = self.store.remove_files(address);
                 }
             }
             slot.touch();

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -33,7 +33,7 @@ use crate::instance::InstanceState;
 use crate::instance::outside::{OtherActors, Pending};
 use crate::manifest::ActorSpec;
 use crate::presence::Presence;
-use crate::storage::index::Index;
+use crate::storage::store::InstanceStore;
 use crate::storage::{DataDir, validate_actor_name, validate_key};
 
 pub(crate) use retry::ConflictRetry;
@@ -51,8 +51,8 @@ pub(crate) trait Wakeups: Send + Sync {
 pub(crate) struct Core {
     pub(crate) engine: Engine,
     pub(crate) config: HostConfig,
-    pub(crate) data: DataDir,
-    pub(crate) index: Arc<Index>,
+    /// Instances' databases and the index of marks.
+    pub(crate) store: InstanceStore,
     pub(crate) actors: HashMap<String, Arc<ActorDefinition>>,
     pub(crate) directory: Directory,
     awake: Arc<AtomicUsize>,
@@ -116,18 +116,12 @@ impl Core {
         let linker = capability::linker(&engine)?;
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
         let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
-        for name in definitions.keys() {
-            data.prepare_actor(name)?;
-        }
-        let index = Index::open_with(&data.root().join("host.sqlite"), config.synchronous)
-            .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
-        data.sync_root()?;
+        let store = InstanceStore::open(data, config.synchronous, definitions.keys())?;
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
             config,
-            data,
-            index: Arc::new(index),
+            store,
             actors: definitions,
             directory: Directory::default(),
             awake: Arc::new(AtomicUsize::new(0)),
@@ -210,10 +204,6 @@ impl Core {
             actor: def.name.clone(),
             key: key.into(),
         }
-    }
-
-    pub(crate) fn instance_path(&self, address: &Address) -> std::path::PathBuf {
-        self.data.instance_path(&address.actor, &address.key)
     }
 
     /// The call timeout of `actor` (the default for an unknown actor,

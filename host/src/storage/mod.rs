@@ -27,6 +27,7 @@ pub(crate) mod instance_db;
 pub(crate) mod queue;
 pub(crate) mod sandbox;
 pub(crate) mod schedule;
+pub(crate) mod store;
 pub(crate) mod workflow;
 
 use std::fs::File;
