@@ -1,16 +1,17 @@
-//! The invariants checked after every operation of the `sql` target: the
-//! host's objects and tables are the host's, hold what it acknowledged,
-//! and no guest trigger ran inside a host operation.
+//! The invariants of the instance database checked after every operation
+//! of the `sql` target: the `_burrow_*` objects are exactly the host's, no
+//! guest table has a foreign key into a host table, the instance record is
+//! unchanged, and the host's tables hold what it acknowledged.
 
-use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use rusqlite::Connection;
 
 use crate::storage::schedule as schedule_db;
 
-use super::grammar::{Op, Stmt};
-use super::session::{Snapshot, SqlSession};
+use super::acknowledged::read_main;
+use super::render::show;
+use super::session::SqlSession;
 
 impl SqlSession {
     /// The invariants after every operation.
@@ -85,74 +86,6 @@ impl SqlSession {
     }
 }
 
-/// A short description of an operation, for messages.
-pub(super) fn describe(op: &Op) -> String {
-    let sql = |s: String| {
-        if s.len() > 300 {
-            format!("{}...", &s[..s.floor_char_boundary(300)])
-        } else {
-            s
-        }
-    };
-    match op {
-        Op::Batch(stmts) => sql(format!(
-            "db.execute-batch `{}`",
-            stmts
-                .iter()
-                .map(Stmt::render)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
-        Op::Query(stmt) => sql(format!("db.execute `{}`", stmt.render())),
-        Op::StateSet(value) => format!("state.set({})", show(Some(value))),
-        Op::Step { stmts, .. } => sql(format!(
-            "a workflow step running `{}`",
-            stmts
-                .iter()
-                .map(Stmt::render)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
-        other => format!("{other:?}"),
-    }
-}
-
-pub(super) fn show(value: Option<&[u8]>) -> String {
-    match value {
-        None => "nothing".into(),
-        Some(v) if v.len() > 64 => format!("{} bytes", v.len()),
-        Some(v) => format!("{:?}", String::from_utf8_lossy(v)),
-    }
-}
-
-/// The host's tables as they are in `main`.
-pub(super) fn read_main(conn: &Connection) -> rusqlite::Result<Snapshot> {
-    let state = conn
-        .prepare("SELECT value FROM main._burrow_state WHERE id = 1")?
-        .query_map([], |r| r.get(0))?
-        .next()
-        .transpose()?;
-    let ids = |sql: &str| -> rusqlite::Result<BTreeSet<i64>> {
-        conn.prepare(sql)?.query_map([], |r| r.get(0))?.collect()
-    };
-    let events = ids("SELECT id FROM main._burrow_queue")?;
-    let has_schedules = conn
-        .prepare(
-            "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_schedule'",
-        )?
-        .exists([])?;
-    let schedules = if has_schedules {
-        ids("SELECT id FROM main._burrow_schedule")?
-    } else {
-        BTreeSet::new()
-    };
-    Ok(Snapshot {
-        state,
-        events,
-        schedules,
-    })
-}
-
 /// (type, name, table, SQL) of a schema's objects with an internal name or
 /// on a table with one.
 pub(super) type SchemaObject = (String, String, String, Option<String>);
@@ -214,19 +147,4 @@ pub(super) fn foreign_keys_into_host_tables(
         keys.extend(found);
     }
     Ok(keys)
-}
-
-/// How many times the grammar's triggers fired (`None` if the guest
-/// dropped their table).
-pub(super) fn fired(conn: &Connection) -> Option<i64> {
-    conn.query_row("SELECT count(*) FROM main.fired", [], |r| r.get(0))
-        .ok()
-}
-
-/// SQLite's memory high-water mark (of every connection of the process),
-/// reset to the memory in use when `reset`.
-pub(super) fn memory_highwater(reset: bool) -> i64 {
-    // SAFETY: sqlite3_memory_highwater only reads (and resets) SQLite's
-    // global memory statistics, which are thread-safe.
-    unsafe { rusqlite::ffi::sqlite3_memory_highwater(i32::from(reset)) }
 }

@@ -27,6 +27,7 @@
 //! [`encode`] is the inverse of [`decode`], so seeds are written as the
 //! operations they stand for (see the tests).
 
+mod acknowledged;
 mod codec;
 mod grammar;
 mod invariants;
@@ -105,7 +106,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::codec::MAX_OPS;
-    use super::invariants::describe;
+    use super::render::describe;
     use super::*;
 
     /// Seeds that allocate gigabytes run one at a time.

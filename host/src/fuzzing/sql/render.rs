@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::grammar::{
-    COLUMNS, Expr, FK_ACTIONS, NAMES, Name, Query, ROWS, SHAPES, SIZES, Shape, Stmt,
+    COLUMNS, Expr, FK_ACTIONS, NAMES, Name, Op, Query, ROWS, SHAPES, SIZES, Shape, Stmt,
 };
 
 impl Name {
@@ -213,5 +213,45 @@ impl Expr {
             Expr::Add(a, b) => format!("({} + {})", a.render(), b.render()),
             Expr::Concat(a, b) => format!("({} || {})", a.render(), b.render()),
         }
+    }
+}
+
+/// A short description of an operation, for messages.
+pub(super) fn describe(op: &Op) -> String {
+    let sql = |s: String| {
+        if s.len() > 300 {
+            format!("{}...", &s[..s.floor_char_boundary(300)])
+        } else {
+            s
+        }
+    };
+    match op {
+        Op::Batch(stmts) => sql(format!(
+            "db.execute-batch `{}`",
+            stmts
+                .iter()
+                .map(Stmt::render)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+        Op::Query(stmt) => sql(format!("db.execute `{}`", stmt.render())),
+        Op::StateSet(value) => format!("state.set({})", show(Some(value))),
+        Op::Step { stmts, .. } => sql(format!(
+            "a workflow step running `{}`",
+            stmts
+                .iter()
+                .map(Stmt::render)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+        other => format!("{other:?}"),
+    }
+}
+
+pub(super) fn show(value: Option<&[u8]>) -> String {
+    match value {
+        None => "nothing".into(),
+        Some(v) if v.len() > 64 => format!("{} bytes", v.len()),
+        Some(v) => format!("{:?}", String::from_utf8_lossy(v)),
     }
 }

@@ -1,6 +1,7 @@
 //! One instance driven by the `sql` target: guest statements and the host's
-//! operations run on a fresh instance database, each within its deadline,
-//! with a model of what the host acknowledged (committed or not).
+//! operations run on a fresh instance database, with a model of what the
+//! host acknowledged; around each operation, its time, SQLite's memory and
+//! whether a guest trigger fired inside the host's statements are measured.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -19,36 +20,11 @@ use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::schedule as schedule_db;
 
+use super::acknowledged::{Model, read_main};
 use super::grammar::{Op, Stmt};
-use super::invariants::{describe, fired, memory_highwater, read_main, show};
+use super::render::{describe, show};
 use super::watchdog::Watchdog;
 use super::{DEADLINE, HARNESS_STOP, MARGIN, MEMORY_BOUND, Violation};
-
-/// What the host acknowledged, as of one point of a transaction.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct Snapshot {
-    pub(super) state: Option<Vec<u8>>,
-    pub(super) events: BTreeSet<i64>,
-    pub(super) schedules: BTreeSet<i64>,
-}
-
-/// What the host acknowledged: committed, and in the open transaction.
-#[derive(Debug, Default)]
-pub(super) struct Model {
-    committed: Snapshot,
-    pub(super) current: Snapshot,
-    recurring: BTreeSet<i64>,
-}
-
-impl Model {
-    fn commit(&mut self) {
-        self.committed = self.current.clone();
-    }
-
-    fn rollback(&mut self) {
-        self.current = self.committed.clone();
-    }
-}
 
 /// An instance over a fresh database, driven by [`Op`]s, with a model of
 /// what the host acknowledged.
@@ -489,4 +465,19 @@ impl SqlSession {
             }
         }
     }
+}
+
+/// How many times the grammar's triggers fired (`None` if the guest
+/// dropped their table).
+pub(super) fn fired(conn: &Connection) -> Option<i64> {
+    conn.query_row("SELECT count(*) FROM main.fired", [], |r| r.get(0))
+        .ok()
+}
+
+/// SQLite's memory high-water mark (of every connection of the process),
+/// reset to the memory in use when `reset`.
+pub(super) fn memory_highwater(reset: bool) -> i64 {
+    // SAFETY: sqlite3_memory_highwater only reads (and resets) SQLite's
+    // global memory statistics, which are thread-safe.
+    unsafe { rusqlite::ffi::sqlite3_memory_highwater(i32::from(reset)) }
 }
