@@ -1,5 +1,6 @@
 //! The SQL text of the grammar's statements, queries, expressions and
-//! names: what a guest sends to the `db` import.
+//! names (what a guest sends to the `db` import), and the short
+//! descriptions of operations in messages.
 
 use std::fmt::Write as _;
 
