@@ -9,7 +9,7 @@
 //! ended first); 8 conflict (already exists).
 //!
 //! Every command that changes an instance is written once, for both places
-//! it can run ([`target`]): a server, or a host embedded in this process.
+//! it can run (`target.rs`): a server, or a host embedded in this process.
 
 mod args;
 mod embedded;
