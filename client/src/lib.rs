@@ -29,8 +29,7 @@
 
 mod instance;
 mod subscription;
-
-use std::time::Duration;
+mod wire;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -39,6 +38,9 @@ use serde_json::value::RawValue;
 
 pub use instance::Instance;
 pub use subscription::{Event, Subscription};
+pub use wire::{EventResult, SendOptions, SendOutcome};
+
+use wire::SendBody;
 
 /// An error answer from the server, or a failure to reach it or to
 /// understand it.
@@ -107,74 +109,6 @@ fn decode<T: DeserializeOwned>(
             message: format!("{what} does not decode ({e}): {shown}"),
         }
     })
-}
-
-/// How to send an event.
-#[derive(Debug, Clone, Default)]
-pub struct SendOptions {
-    /// Lower values are processed first.
-    pub priority: i32,
-    /// The event's group; `None` for the default group.
-    pub group: Option<String>,
-    /// Wait this long for the event's processing to commit.
-    pub wait: Option<Duration>,
-}
-
-/// What a send achieved, as the server answers it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum SendOutcome {
-    /// The event is committed to the queue (the sender did not wait).
-    Queued {
-        /// The event's id.
-        id: i64,
-    },
-    /// The event was processed and the processing committed.
-    Processed {
-        /// The event's id.
-        id: i64,
-        /// What the actor's `process` returned.
-        result: Value,
-    },
-    /// The event failed too often and is in the dead-letter table.
-    DeadLettered {
-        /// The event's id.
-        id: i64,
-        /// The error of its last attempt.
-        error: String,
-    },
-    /// The wait ended first; the event is still queued and will be processed.
-    TimedOut {
-        /// The event's id.
-        id: i64,
-    },
-}
-
-impl SendOutcome {
-    /// The event's id.
-    pub fn id(&self) -> i64 {
-        match self {
-            SendOutcome::Queued { id }
-            | SendOutcome::Processed { id, .. }
-            | SendOutcome::DeadLettered { id, .. }
-            | SendOutcome::TimedOut { id } => *id,
-        }
-    }
-}
-
-/// The body of a send: `{"type", "payload", "priority", "group", "wait",
-/// "timeout_ms"}`.
-#[derive(Serialize)]
-struct SendBody<'a, P: ?Sized> {
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    payload: &'a P,
-    priority: i32,
-    group: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    wait: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<u64>,
 }
 
 /// A client of one Burrow server.
@@ -444,39 +378,6 @@ mod tests {
         assert_eq!(encode_segment("plain-key_1.x~"), "plain-key_1.x~");
         assert_eq!(encode_segment("../a b"), "..%2Fa%20b");
         assert_eq!(encode_segment("ü\0"), "%C3%BC%00");
-    }
-
-    #[test]
-    fn send_outcomes_decode_from_the_answers() {
-        let cases = [
-            (
-                r#"{"status":"queued","id":3}"#,
-                SendOutcome::Queued { id: 3 },
-            ),
-            (
-                r#"{"status":"processed","id":4,"result":{"ok":true}}"#,
-                SendOutcome::Processed {
-                    id: 4,
-                    result: serde_json::json!({"ok": true}),
-                },
-            ),
-            (
-                r#"{"status":"dead-lettered","id":5,"error":"boom"}"#,
-                SendOutcome::DeadLettered {
-                    id: 5,
-                    error: "boom".into(),
-                },
-            ),
-            (
-                r#"{"status":"timed-out","id":6}"#,
-                SendOutcome::TimedOut { id: 6 },
-            ),
-        ];
-        for (text, outcome) in cases {
-            let decoded: SendOutcome = serde_json::from_str(text).unwrap();
-            assert_eq!(decoded, outcome);
-            assert_eq!(decoded.id(), outcome.id());
-        }
     }
 
     #[test]

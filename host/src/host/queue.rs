@@ -2,8 +2,6 @@
 
 use std::sync::Mutex;
 
-use serde::Serialize;
-
 use crate::background::waiters::EventOutcome;
 use crate::capability::queue::{BadEvent, check_event};
 use crate::cell::Origin;
@@ -18,57 +16,9 @@ use super::Host;
 /// How to send an event (one type for the host and its client).
 pub use burrow_client::SendOptions;
 
-/// What a send achieved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum SendOutcome {
-    /// The event is committed to the queue (the sender did not wait).
-    Queued {
-        /// The event's id.
-        id: i64,
-    },
-    /// The event was processed and the processing committed.
-    Processed {
-        /// The event's id.
-        id: i64,
-        /// `process`'s result, JSON text.
-        #[serde(serialize_with = "crate::storage::queue::json_text")]
-        result: String,
-    },
-    /// The event failed too often and is in the dead-letter table.
-    DeadLettered {
-        /// The event's id.
-        id: i64,
-        /// The error of its last attempt.
-        error: String,
-    },
-    /// The wait ended first; the event is still queued and will be processed.
-    TimedOut {
-        /// The event's id.
-        id: i64,
-    },
-}
-
-impl SendOutcome {
-    /// The HTTP status that carries this outcome: 200 when the event's
-    /// fate is known, 202 when it is queued.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            SendOutcome::Processed { .. } | SendOutcome::DeadLettered { .. } => 200,
-            SendOutcome::Queued { .. } | SendOutcome::TimedOut { .. } => 202,
-        }
-    }
-
-    /// The event's id.
-    pub fn id(&self) -> i64 {
-        match self {
-            SendOutcome::Queued { id }
-            | SendOutcome::Processed { id, .. }
-            | SendOutcome::DeadLettered { id, .. }
-            | SendOutcome::TimedOut { id } => *id,
-        }
-    }
-}
+/// What a send achieved (one type for the host and its client): the
+/// result of a processed event is its JSON text.
+pub type SendOutcome = burrow_client::SendOutcome<String>;
 
 impl Host {
     /// Appends an event of `event_type` with `payload` (JSON text) to the

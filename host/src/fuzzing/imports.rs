@@ -1,156 +1,26 @@
-//! Entry points for the fuzz targets in `fuzz/`. Not a stable API.
-//!
-//! Each drives one part of the guest boundary the way a hostile guest or
-//! caller could, and checks the host's invariants after every step: no
-//! panic, the host's transaction stays the host's, internal tables stay
-//! intact, and errors are values, not crashes.
-
-use std::path::Path;
-
-pub mod sql;
+//! The `imports` target's way in: one instance's store state over a fresh
+//! database, driven by [`ImportCall`]s in any order, with the host's
+//! invariants checked after every call.
 
 use wasmtime::StoreLimits;
 
+use super::{FuzzValue, ImportCall, When, WorkflowCall};
 use crate::address::Address;
 use crate::bindings::db::{DbError, Host as _, Value};
 use crate::bindings::log::{Host as _, Level};
 use crate::bindings::queue::{AppendOptions, Host as _, QueueError};
 use crate::bindings::state::{Host as _, StateError};
-use crate::config::{HostConfig, Synchronous};
+use crate::config::Synchronous;
 use crate::deadline::Deadline;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, QueueLimits};
 use crate::storage::instance_db::InstanceDb;
 
-/// A value for a statement parameter.
-#[derive(Debug, Clone)]
-pub enum FuzzValue {
-    /// SQL NULL.
-    Null,
-    /// An integer.
-    Integer(i64),
-    /// A float.
-    Real(f64),
-    /// Text.
-    Text(String),
-    /// A blob.
-    Blob(Vec<u8>),
-}
-
-/// One call a guest could make, or a transaction boundary the host makes.
-#[derive(Debug, Clone)]
-pub enum ImportCall {
-    /// `db.execute`.
-    Execute(String, Vec<FuzzValue>),
-    /// `db.execute-batch`.
-    ExecuteBatch(String),
-    /// `state.get`.
-    StateGet,
-    /// `state.set`.
-    StateSet(Vec<u8>),
-    /// `queue.append`.
-    Append {
-        /// Event type.
-        event_type: String,
-        /// Payload text.
-        payload: String,
-        /// Priority.
-        priority: i32,
-        /// Group.
-        group: Option<String>,
-    },
-    /// `log.log`.
-    Log(u8, String),
-    /// The host switches what guest code is running (0 idle, 1 hook,
-    /// 2 action, 3 process, 4 select, 5 workflow orchestration, 6 a
-    /// workflow step).
-    SetMode(u8),
-    /// A call of the `workflow` import.
-    Workflow(WorkflowCall),
-    /// The workflow's run ends and the next one starts from its first
-    /// position, as after a wait.
-    NewRun,
-    /// `schedule.after`, `schedule.at` or `schedule.every`.
-    Schedule {
-        /// Which, and its time.
-        when: When,
-        /// The action name.
-        action: String,
-        /// The arguments text.
-        args: String,
-    },
-    /// `schedule.cancel`.
-    CancelSchedule(u64),
-    /// `schedule.pending`.
-    PendingSchedules,
-    /// `events.broadcast`.
-    Broadcast(String, String),
-    /// The host commits the call's transaction and opens the next.
-    Commit,
-    /// The host rolls the call's transaction back and opens the next.
-    Rollback,
-}
-
-/// When a schedule runs.
-#[derive(Debug, Clone)]
-pub enum When {
-    /// `schedule.after`, with this delay in ms.
-    After(u64),
-    /// `schedule.at`, at this time in ms.
-    At(i64),
-    /// `schedule.every`, with this interval in ms.
-    Every(u64),
-}
-
-/// A call of the `workflow` import, in any order.
-#[derive(Debug, Clone)]
-pub enum WorkflowCall {
-    /// `begin-step`.
-    BeginStep {
-        /// Step name.
-        name: String,
-        /// Retries after the first attempt.
-        max_retries: u32,
-        /// Backoff base and cap, in ms.
-        backoff_ms: (u64, u64),
-        /// Attempt timeout, in ms.
-        timeout_ms: Option<u64>,
-    },
-    /// `end-step`: 0 ok, 1 error, 2 critical, 3 rollback; output or message.
-    EndStep(u8, String),
-    /// `sleep`.
-    Sleep(String, u64),
-    /// `sleep-until`.
-    SleepUntil(String, i64),
-    /// `now`.
-    Now,
-    /// `loop-enter`.
-    LoopEnter(String, String),
-    /// `loop-continue`.
-    LoopContinue(String),
-    /// `loop-break`.
-    LoopBreak(String),
-    /// `loop-leave`.
-    LoopLeave,
-    /// `join-enter` (race when true).
-    JoinEnter(String, bool),
-    /// `branch`.
-    Branch(u32),
-    /// `join-exit`.
-    JoinExit(Option<u32>),
-    /// `queue-next`.
-    QueueNext(String, Vec<String>, u32, Option<u64>),
-    /// `version`.
-    Version(String, u32),
-    /// `removed`.
-    Removed(String),
-}
-
 /// The store state of one instance over a fresh database, driven by
 /// [`ImportCall`]s as a guest would.
 pub struct ImportSession {
-    state: InstanceState,
-    _dir: tempfile::TempDir,
+    pub(super) state: InstanceState,
+    pub(super) _dir: tempfile::TempDir,
 }
 
 impl ImportSession {
@@ -419,29 +289,6 @@ fn value(v: FuzzValue) -> Value {
     }
 }
 
-/// Loads `bytes` as the component of an actor the way `burrow serve`
-/// does (header checks, compilation, imports and exports), returning the
-/// error text if it cannot be an actor. `cache_dir` is the compile cache.
-pub fn load_component(bytes: &[u8], cache_dir: &Path) -> Result<(), String> {
-    let config = HostConfig {
-        max_awake: 1,
-        pooling: false,
-        ..HostConfig::default()
-    };
-    let engine =
-        crate::engine::build(config.max_awake, config.pooling).map_err(|e| e.to_string())?;
-    let linker = crate::capability::linker(&engine).map_err(|e| e.to_string())?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let file = dir.path().join("fuzz.wasm");
-    std::fs::write(&file, bytes).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(cache_dir).map_err(|e| e.to_string())?;
-    let cache = crate::storage::open_dir_creating(cache_dir).map_err(|e| e.to_string())?;
-    let spec = crate::manifest::ActorSpec::new("fuzz", &file);
-    crate::definition::load(&engine, &linker, &cache, &spec)
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,21 +455,6 @@ mod tests {
             ImportCall::Commit,
         ] {
             session.apply(call);
-        }
-    }
-
-    #[test]
-    fn broken_components_are_errors() {
-        let cache = tempfile::tempdir().unwrap();
-        for bytes in [
-            &b""[..],
-            b"\0asm",
-            b"\0asm\x0d\0\x01\0",
-            b"\0asm\x01\0\0\0",
-            b"\0asm\x0d\0\x01\0\xff\xff\xff",
-        ] {
-            let e = load_component(bytes, cache.path()).unwrap_err();
-            assert!(e.contains("actor `fuzz`"), "{e}");
         }
     }
 }

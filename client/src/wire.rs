@@ -1,0 +1,210 @@
+//! The wire types of a send, one definition for the server and its
+//! clients: what a send asks for ([`SendOptions`], the request body) and
+//! what it achieved ([`SendOutcome`]). The JSON they write is the HTTP
+//! API's; the host serializes the same types it answers with.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// How to send an event.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// Lower values are processed first.
+    pub priority: i32,
+    /// The event's group; `None` for the default group.
+    pub group: Option<String>,
+    /// Wait this long for the event's processing to commit.
+    pub wait: Option<Duration>,
+}
+
+/// How a processed event's result is held in a [`SendOutcome`]: parsed, as
+/// a [`Value`] (what a client decodes), or as its JSON text, a [`String`]
+/// (what the host has). Either is written as the JSON value it holds.
+pub trait EventResult: Sized {
+    /// Writes the result as the JSON value it holds.
+    fn write_json<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
+    /// Reads a result written by [`EventResult::write_json`].
+    fn read_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error>;
+}
+
+impl EventResult for Value {
+    fn write_json<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize(serializer)
+    }
+
+    fn read_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer)
+    }
+}
+
+/// JSON text; text that is not JSON is written as a JSON string.
+impl EventResult for String {
+    fn write_json<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_str::<&RawValue>(self) {
+            Ok(raw) => raw.serialize(serializer),
+            Err(_) => serializer.serialize_str(self),
+        }
+    }
+
+    fn read_json<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|value| value.to_string())
+    }
+}
+
+/// What a send achieved, as the server answers it. A client holds the
+/// result of a processed event as a [`Value`], the host as JSON text
+/// (`SendOutcome<String>`); both write the same JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "status",
+    rename_all = "kebab-case",
+    bound(serialize = "R: EventResult", deserialize = "R: EventResult")
+)]
+pub enum SendOutcome<R = Value> {
+    /// The event is committed to the queue (the sender did not wait).
+    Queued {
+        /// The event's id.
+        id: i64,
+    },
+    /// The event was processed and the processing committed.
+    Processed {
+        /// The event's id.
+        id: i64,
+        /// What the actor's `process` returned.
+        #[serde(
+            serialize_with = "EventResult::write_json",
+            deserialize_with = "EventResult::read_json"
+        )]
+        result: R,
+    },
+    /// The event failed too often and is in the dead-letter table.
+    DeadLettered {
+        /// The event's id.
+        id: i64,
+        /// The error of its last attempt.
+        error: String,
+    },
+    /// The wait ended first; the event is still queued and will be processed.
+    TimedOut {
+        /// The event's id.
+        id: i64,
+    },
+}
+
+impl<R> SendOutcome<R> {
+    /// The event's id.
+    pub fn id(&self) -> i64 {
+        match self {
+            SendOutcome::Queued { id }
+            | SendOutcome::Processed { id, .. }
+            | SendOutcome::DeadLettered { id, .. }
+            | SendOutcome::TimedOut { id } => *id,
+        }
+    }
+
+    /// The HTTP status that carries this outcome: 200 when the event's
+    /// fate is known, 202 when it is queued.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            SendOutcome::Processed { .. } | SendOutcome::DeadLettered { .. } => 200,
+            SendOutcome::Queued { .. } | SendOutcome::TimedOut { .. } => 202,
+        }
+    }
+}
+
+/// The body of a send: `{"type", "payload", "priority", "group", "wait",
+/// "timeout_ms"}`.
+#[derive(Serialize)]
+pub(crate) struct SendBody<'a, P: ?Sized> {
+    #[serde(rename = "type")]
+    pub(crate) event_type: &'a str,
+    pub(crate) payload: &'a P,
+    pub(crate) priority: i32,
+    pub(crate) group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) wait: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_outcomes_decode_from_the_answers() {
+        let cases = [
+            (
+                r#"{"status":"queued","id":3}"#,
+                SendOutcome::Queued { id: 3 },
+            ),
+            (
+                r#"{"status":"processed","id":4,"result":{"ok":true}}"#,
+                SendOutcome::Processed {
+                    id: 4,
+                    result: serde_json::json!({"ok": true}),
+                },
+            ),
+            (
+                r#"{"status":"dead-lettered","id":5,"error":"boom"}"#,
+                SendOutcome::DeadLettered {
+                    id: 5,
+                    error: "boom".into(),
+                },
+            ),
+            (
+                r#"{"status":"timed-out","id":6}"#,
+                SendOutcome::TimedOut { id: 6 },
+            ),
+        ];
+        for (text, outcome) in cases {
+            let decoded: SendOutcome = serde_json::from_str(text).unwrap();
+            assert_eq!(decoded, outcome);
+            assert_eq!(decoded.id(), outcome.id());
+        }
+    }
+
+    #[test]
+    fn the_hosts_outcomes_write_the_json_text_they_hold() {
+        let cases = [
+            (
+                SendOutcome::Queued { id: 3 },
+                r#"{"status":"queued","id":3}"#,
+            ),
+            (
+                SendOutcome::Processed {
+                    id: 4,
+                    result: r#"{"ok": true}"#.to_owned(),
+                },
+                r#"{"status":"processed","id":4,"result":{"ok": true}}"#,
+            ),
+            (
+                SendOutcome::Processed {
+                    id: 5,
+                    result: "not json".to_owned(),
+                },
+                r#"{"status":"processed","id":5,"result":"not json"}"#,
+            ),
+            (
+                SendOutcome::DeadLettered {
+                    id: 6,
+                    error: "boom".into(),
+                },
+                r#"{"status":"dead-lettered","id":6,"error":"boom"}"#,
+            ),
+            (
+                SendOutcome::TimedOut { id: 7 },
+                r#"{"status":"timed-out","id":7}"#,
+            ),
+        ];
+        for (outcome, text) in cases {
+            assert_eq!(serde_json::to_string(&outcome).unwrap(), text);
+            let decoded: SendOutcome = serde_json::from_str(text).unwrap();
+            assert_eq!(decoded.id(), outcome.id());
+            assert_eq!(decoded.http_status(), outcome.http_status());
+        }
+    }
+}

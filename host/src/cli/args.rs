@@ -1,0 +1,229 @@
+//! The command line: every command, flag and default, as clap parses them.
+//! Nothing here runs anything.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{DEFAULT_MAX_AWAKE, DEFAULT_MAX_CONNECTIONS, Synchronous};
+
+/// Default address of `burrow serve` and of the client commands.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Burrow: a host for sandboxed, durable actors.
+#[derive(Debug, Parser)]
+#[command(name = "burrow", version, about)]
+pub struct Cli {
+    /// The manifest.
+    #[arg(
+        long,
+        global = true,
+        default_value = "burrow.toml",
+        env = "BURROW_MANIFEST"
+    )]
+    pub manifest: PathBuf,
+    /// Print results and errors as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where a client command runs.
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The server to talk to.
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:7878",
+        env = "BURROW_URL",
+        conflicts_with = "local"
+    )]
+    pub url: String,
+    /// Run an embedded host in this process on the data directory instead
+    /// of talking to a server (no server may be running on it).
+    #[arg(long)]
+    pub local: bool,
+    /// Settings of the embedded host.
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// Settings of an embedded host.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Data directory (default: the manifest's, else `.burrow` beside it).
+    #[arg(long, env = "BURROW_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// `synchronous` of instance databases (default: the manifest's, else normal).
+    #[arg(long, value_enum)]
+    pub synchronous: Option<Synchronous>,
+    /// Instances awake at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_AWAKE)]
+    pub max_awake: usize,
+    /// Client connections (WebSockets) open at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build the manifest's components (all, or the named actors).
+    Build {
+        /// Actors to build.
+        actors: Vec<String>,
+        /// Host settings (where compiled components are cached).
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Serve the HTTP API.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        listen: SocketAddr,
+        /// Host settings.
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Call an action: `burrow call counter my-key increment '[5]'`.
+    Call {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Action name.
+        action: String,
+        /// Arguments, a JSON array.
+        #[arg(default_value = "[]")]
+        args: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Create an instance with an input for its create hook.
+    Create {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Create input, JSON.
+        #[arg(default_value = "null")]
+        input: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show an instance's state and tables (read-only; works while a server runs).
+    Inspect {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Show only the workflow: its status, what it waits for, and its
+        /// history (steps with attempts, errors and timers).
+        #[arg(long)]
+        history: bool,
+        /// Ask this server instead of reading the data directory.
+        #[arg(long)]
+        url: Option<String>,
+        /// Data directory (default: the manifest's, else `.burrow`).
+        #[arg(long, env = "BURROW_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Delete an instance and all its data.
+    Destroy {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Append an event to an instance's queue:
+    /// `burrow send mailer main welcome '"ada@example.com"' --wait`.
+    Send {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Event type.
+        event_type: String,
+        /// Payload, JSON.
+        #[arg(default_value = "null")]
+        payload: String,
+        /// Lower values are processed first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// The event's group (events of a group share the policy's concurrency).
+        #[arg(long)]
+        group: Option<String>,
+        /// Wait until the event's processing commits, and print its result.
+        #[arg(long)]
+        wait: bool,
+        /// How long to wait (such as `30s`; default 30s).
+        #[arg(long, requires = "wait", value_parser = crate::config::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show an instance's queue: policy, pending events, dead letters
+    /// (read-only; works while a server runs).
+    Queue {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Ask this server instead of reading the data directory.
+        #[arg(long)]
+        url: Option<String>,
+        /// Data directory (default: the manifest's, else `.burrow`).
+        #[arg(long, env = "BURROW_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Move a dead letter back into its queue, with its attempts reset.
+    Requeue {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// The dead letter's event id.
+        id: i64,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete a dead letter for good.
+    Discard {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// The dead letter's event id.
+        id: i64,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Connect to an instance's events and print each as a JSON line, until
+    /// the server closes the connection:
+    /// `burrow watch chat-room lobby --params '{"name": "ada"}'`.
+    Watch {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Parameters for the actor's connect hook, JSON.
+        #[arg(long)]
+        params: Option<String>,
+        /// The server to talk to.
+        #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
+        url: String,
+    },
+    /// Run the benchmark workloads and print their figures.
+    Bench(crate::bench::BenchArgs),
+}

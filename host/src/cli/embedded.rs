@@ -1,0 +1,131 @@
+//! The host embedded in this process: its configuration from the manifest
+//! and the flags, and the commands that always run on it (`serve`,
+//! `build`). Only one process may hold a data directory: a command run on
+//! an embedded host fails while a server runs on the same directory.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::HostArgs;
+use crate::config::HostConfig;
+use crate::host::Host;
+use crate::manifest::Manifest;
+
+pub(super) fn load_manifest(path: &Path) -> Result<Manifest> {
+    Manifest::load(path)
+}
+
+pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
+    HostConfig {
+        data_dir: args.data_dir.clone().unwrap_or_else(|| manifest.data_dir()),
+        synchronous: args
+            .synchronous
+            .or(manifest.host.synchronous)
+            .unwrap_or_default(),
+        max_awake: args.max_awake,
+        max_connections: args.max_connections,
+        pooling: true,
+        cache_dir: None,
+    }
+}
+
+pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
+    let manifest = load_manifest(manifest_path)?;
+    let actors: Vec<_> = manifest.actors.values().cloned().collect();
+    Host::start(host_config(&manifest, args), &actors).await
+}
+
+/// Serves the HTTP API on `listen` until Ctrl-C or SIGTERM, then puts every
+/// instance to sleep.
+pub(super) async fn serve(manifest_path: &Path, listen: SocketAddr, args: &HostArgs) -> Result<()> {
+    let host = start_host(manifest_path, args).await?;
+    let shutdown = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No Ctrl-C handler: only SIGTERM stops the server.
+            std::future::pending::<()>().await
+        }
+    };
+    let terminate = async {
+        #[cfg(unix)]
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await
+    };
+    let stop = async move {
+        tokio::select! { _ = shutdown => {}, _ = terminate => {} }
+        tracing::info!("shutting down");
+    };
+    crate::http::serve(host, listen, stop).await?;
+    Ok(())
+}
+
+/// Runs the build command of each selected actor, with progress on stderr,
+/// then compiles and checks the components (into the compile cache, so the
+/// next `serve` starts at once).
+pub(super) async fn build(manifest_path: &Path, only: &[String], host: &HostArgs) -> Result<()> {
+    let manifest = load_manifest(manifest_path)?;
+    for name in only {
+        if !manifest.actors.contains_key(name) {
+            bail!(
+                "unknown actor `{name}`: it is not defined in {}",
+                manifest_path.display()
+            );
+        }
+    }
+    let selected: Vec<_> = manifest
+        .actors
+        .values()
+        .filter(|a| only.is_empty() || only.contains(&a.name))
+        .collect();
+    let total = selected.len();
+    for (i, actor) in selected.iter().enumerate() {
+        let Some(command) = &actor.build else {
+            eprintln!(
+                "[{}/{total}] {}: no build command; using {}",
+                i + 1,
+                actor.name,
+                actor.component.display()
+            );
+            continue;
+        };
+        eprintln!("[{}/{total}] building {}: {command}", i + 1, actor.name);
+        let started = Instant::now();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&manifest.dir)
+            .status()
+            .with_context(|| format!("cannot run the build command of `{}`", actor.name))?;
+        if !status.success() {
+            bail!(
+                "the build command of `{}` failed ({status}): {command}",
+                actor.name
+            );
+        }
+        if !actor.component.exists() {
+            bail!(
+                "the build command of `{}` succeeded but {} does not exist; check `component` in the manifest",
+                actor.name,
+                actor.component.display()
+            );
+        }
+        eprintln!(
+            "[{}/{total}] built {} in {:.1}s -> {}",
+            i + 1,
+            actor.name,
+            started.elapsed().as_secs_f64(),
+            actor.component.display()
+        );
+    }
+    let specs: Vec<_> = selected.into_iter().cloned().collect();
+    eprintln!("checking and compiling {} component(s)", specs.len());
+    crate::host::check_actors(&host_config(&manifest, host), &specs).await?;
+    eprintln!("ready");
+    Ok(())
+}

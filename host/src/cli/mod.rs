@@ -1,0 +1,162 @@
+//! The `burrow` command.
+//!
+//! Exit codes: 0 success; 1 any other failure (unreachable server, bad
+//! manifest, storage); 2 bad command line; 3 not found (unknown actor,
+//! action, instance); 4 invalid input (arguments, key, actor name); 5 the
+//! action returned an error, a waited-for event was dead-lettered, or the
+//! connect hook refused a `watch`; 6 the guest trapped; 7 unavailable
+//! (timed out, overloaded, shutting down, queue full, a send whose wait
+//! ended first); 8 conflict (already exists).
+//!
+//! Every command that changes an instance is written once, for both places
+//! it can run (`target.rs`): a server, or a host embedded in this process.
+
+mod args;
+mod embedded;
+mod output;
+mod target;
+mod watch;
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+pub use args::{Cli, Command, DEFAULT_LISTEN, HostArgs, Target};
+pub use output::exit_code;
+
+use output::{Failure, parse_json_arg, parse_result, send_outcome};
+use target::Source;
+
+/// Runs the command line and returns the process's exit code.
+pub async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
+    output::print(json, dispatch(cli).await)
+}
+
+async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
+    let manifest = &cli.manifest;
+    match cli.command {
+        Command::Build { actors, host } => {
+            embedded::build(manifest, &actors, &host).await?;
+            Ok(None)
+        }
+        Command::Serve { listen, host } => {
+            embedded::serve(manifest, listen, &host).await?;
+            Ok(None)
+        }
+        Command::Call {
+            actor,
+            key,
+            action,
+            args,
+            target,
+        } => {
+            parse_json_arg(&args, "the arguments")?;
+            let result = target
+                .run(manifest, async |on| {
+                    on.call(&actor, &key, &action, &args).await
+                })
+                .await?;
+            Ok(Some(parse_result(&result)))
+        }
+        Command::Create {
+            actor,
+            key,
+            input,
+            target,
+        } => {
+            parse_json_arg(&input, "the create input")?;
+            target
+                .run(manifest, async |on| on.create(&actor, &key, &input).await)
+                .await?;
+            Ok(Some(json!({ "created": true })))
+        }
+        Command::Destroy { actor, key, target } => {
+            target
+                .run(manifest, async |on| on.destroy(&actor, &key).await)
+                .await?;
+            Ok(Some(json!({ "destroyed": true })))
+        }
+        Command::Inspect {
+            actor,
+            key,
+            history,
+            url,
+            data_dir,
+        } => {
+            let source = Source::new(manifest, url, data_dir)?;
+            Ok(Some(if history {
+                source.workflow(&actor, &key).await?
+            } else {
+                source.inspect(&actor, &key).await?
+            }))
+        }
+        Command::Send {
+            actor,
+            key,
+            event_type,
+            payload,
+            priority,
+            group,
+            wait,
+            timeout,
+            target,
+        } => {
+            let options = crate::SendOptions {
+                priority,
+                group,
+                wait: wait.then(|| timeout.unwrap_or(crate::config::DEFAULT_SEND_WAIT)),
+            };
+            let outcome = target
+                .run(manifest, async |on| {
+                    on.send(&actor, &key, &event_type, &payload, options).await
+                })
+                .await?;
+            send_outcome(outcome)
+        }
+        Command::Queue {
+            actor,
+            key,
+            url,
+            data_dir,
+        } => {
+            let source = Source::new(manifest, url, data_dir)?;
+            Ok(Some(source.queue(&actor, &key).await?))
+        }
+        Command::Requeue {
+            actor,
+            key,
+            id,
+            target,
+        } => {
+            target
+                .run(manifest, async |on| on.requeue(&actor, &key, id).await)
+                .await?;
+            Ok(Some(json!({ "id": id, "status": "requeued" })))
+        }
+        Command::Discard {
+            actor,
+            key,
+            id,
+            target,
+        } => {
+            target
+                .run(manifest, async |on| on.discard(&actor, &key, id).await)
+                .await?;
+            Ok(Some(json!({ "id": id, "status": "discarded" })))
+        }
+        Command::Watch {
+            actor,
+            key,
+            params,
+            url,
+        } => {
+            watch::watch(&actor, &key, params.as_deref(), &url).await?;
+            Ok(None)
+        }
+        Command::Bench(args) => {
+            let report = crate::bench::run(manifest, args).await?;
+            Ok(Some(report))
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The seeds of the `sql` target, written as the operations they stand for.
+
+use std::path::Path;
+
+use super::grammar::{Expr, Name, Op, Query, Shape, Stmt};
+
+/// The seeds of the `sql` target (in `fuzz/corpus/sql/<name>`): the
+/// attacks on the SQL sandbox and variants of them, and SQL that must keep
+/// working.
+pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
+    let t = Name::of("t");
+    let x = Name::of("x");
+    let big = Name::of("big");
+    let internal = |name: &str| Name::of(name);
+    let batch = |stmts: Vec<Stmt>| Op::Batch(stmts);
+    let expensive = Stmt::Select(Query::CrossJoin {
+        table: big,
+        ways: 1,
+    });
+    let fill_big = vec![
+        Stmt::CreateTable {
+            temp: false,
+            name: big,
+            shape: Shape::Plain,
+        },
+        Stmt::Fill {
+            table: big,
+            rows: 2,
+        },
+    ];
+    vec![
+        (
+            "rename-temp-to-state",
+            vec![
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: true,
+                        name: x,
+                        shape: Shape::Like(0),
+                    },
+                    Stmt::Insert {
+                        table: x,
+                        values: vec![Expr::Int(1), Expr::Blob(b"{\"v\":1000}".to_vec())],
+                    },
+                    Stmt::Rename {
+                        from: x.in_schema(2),
+                        to: internal("_burrow_state"),
+                    },
+                ]),
+                Op::StateSet(b"{\"v\":2}".to_vec()),
+                Op::StateGet,
+                Op::Commit,
+                Op::Inspect,
+            ],
+        ),
+        (
+            "schedule-trigger",
+            vec![
+                batch(fill_big.clone()),
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::Like(1),
+                    },
+                    Stmt::CreateTrigger {
+                        temp: false,
+                        name: Name::of("u"),
+                        after: true,
+                        event: 2,
+                        table: t,
+                        body: vec![expensive.clone()],
+                    },
+                    Stmt::Rename {
+                        from: t,
+                        to: internal("_burrow_schedule"),
+                    },
+                ]),
+                Op::Commit,
+                Op::Schedule {
+                    delay_ms: 0,
+                    every: false,
+                },
+                Op::Commit,
+                Op::RunSchedules,
+            ],
+        ),
+        (
+            "zeroblob-row",
+            vec![Op::Query(Stmt::Select(Query::Values(vec![
+                Expr::zeroblob(400_000_000),
+                Expr::zeroblob(400_000_000),
+                Expr::zeroblob(400_000_000),
+            ])))],
+        ),
+        (
+            "randomblob-sum",
+            vec![Op::Query(Stmt::Select(Query::Values(vec![Expr::Add(
+                Box::new(Expr::Length(Box::new(Expr::randomblob(999_999_999)))),
+                Box::new(Expr::Length(Box::new(Expr::randomblob(999_999_999)))),
+            )])))],
+        ),
+        (
+            "foreign-key-into-queue",
+            vec![
+                Op::Append(1),
+                Op::Commit,
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::References {
+                            target: internal("_burrow_queue"),
+                            action: 0,
+                            deferred: false,
+                        },
+                    },
+                    Stmt::CreateTrigger {
+                        temp: false,
+                        name: Name::of("u"),
+                        after: true,
+                        event: 2,
+                        table: t,
+                        body: vec![],
+                    },
+                    Stmt::Insert {
+                        table: t,
+                        values: vec![Expr::Int(1), Expr::Int(1)],
+                    },
+                ]),
+                Op::Commit,
+                Op::ProcessEvent,
+            ],
+        ),
+        (
+            "index-with-internal-name",
+            vec![
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::Plain,
+                    },
+                    Stmt::CreateIndex {
+                        name: internal("_burrow_x").odd_case(),
+                        table: t,
+                        column: 0,
+                        unique: false,
+                    },
+                ]),
+                Op::Commit,
+            ],
+        ),
+        (
+            "rename-to-odd-case",
+            vec![
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::Like(1),
+                    },
+                    Stmt::Rename {
+                        from: t.in_schema(1),
+                        to: internal("_burrow_schedule").odd_case(),
+                    },
+                ]),
+                Op::Schedule {
+                    delay_ms: 0,
+                    every: false,
+                },
+                Op::Commit,
+                Op::RunSchedules,
+            ],
+        ),
+        (
+            "refused-already",
+            vec![
+                batch(vec![Stmt::CreateTable {
+                    temp: true,
+                    name: internal("_burrow_state"),
+                    shape: Shape::Like(0),
+                }]),
+                batch(vec![Stmt::CreateTrigger {
+                    temp: true,
+                    name: t,
+                    after: true,
+                    event: 0,
+                    table: internal("_burrow_queue").in_schema(1),
+                    body: vec![expensive.clone()],
+                }]),
+                batch(vec![Stmt::CreateView {
+                    temp: true,
+                    name: internal("_burrow_queue"),
+                    query: Query::Values(vec![Expr::Int(1)]),
+                }]),
+                batch(vec![Stmt::Delete(internal("_burrow_state").odd_case())]),
+                Op::StateSet(b"1".to_vec()),
+                Op::Append(0),
+                Op::Commit,
+                Op::Inspect,
+            ],
+        ),
+        (
+            "guest-sql-that-works",
+            vec![
+                batch(fill_big),
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::Generated {
+                            expr: Expr::Length(Box::new(Expr::Column(1))),
+                            stored: false,
+                        },
+                    },
+                    Stmt::CreateTable {
+                        temp: true,
+                        name: x,
+                        shape: Shape::References {
+                            target: t,
+                            action: 0,
+                            deferred: false,
+                        },
+                    },
+                    Stmt::CreateTrigger {
+                        temp: false,
+                        name: Name::of("u"),
+                        after: true,
+                        event: 0,
+                        table: t,
+                        body: vec![Stmt::Select(Query::Values(vec![Expr::randomblob(1000)]))],
+                    },
+                    Stmt::Insert {
+                        table: t,
+                        values: vec![Expr::Int(1), Expr::zeroblob(1 << 20)],
+                    },
+                    Stmt::Rename {
+                        from: t,
+                        to: Name::of("u"),
+                    },
+                ]),
+                batch(vec![
+                    Stmt::CreateIndex {
+                        name: Name::of("u").in_schema(2),
+                        table: x,
+                        column: 6,
+                        unique: false,
+                    },
+                    Stmt::CreateView {
+                        temp: true,
+                        name: t,
+                        query: Query::Table(Name::of("u")),
+                    },
+                ]),
+                Op::StateSet(b"{\"v\":1}".to_vec()),
+                Op::Append(0),
+                Op::Schedule {
+                    delay_ms: 0,
+                    every: false,
+                },
+                Op::Commit,
+                Op::Query(Stmt::Select(Query::Values(vec![Expr::zeroblob(1 << 20)]))),
+                Op::StateGet,
+                Op::Step {
+                    stmts: vec![Stmt::Insert {
+                        table: Name::of("u"),
+                        values: vec![Expr::Int(2), Expr::Text("two".into())],
+                    }],
+                    state: Some(b"{\"v\":3}".to_vec()),
+                },
+                Op::RunSchedules,
+                Op::ProcessEvent,
+                Op::Append(1),
+                Op::Commit,
+                Op::FailEvent,
+                Op::Query(Stmt::Select(Query::Recursive {
+                    rows: 5,
+                    expr: Expr::Null,
+                })),
+                Op::StateGet,
+                Op::Inspect,
+            ],
+        ),
+    ]
+}
+
+/// Where the seeds live.
+pub fn corpus_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus/sql"))
+}
