@@ -1,0 +1,97 @@
+//! The transaction protocol: every call into the guest runs in one
+//! transaction of the instance's database, begun here and ended in the
+//! commit stage, or rolled back whole.
+
+use crate::error::Error;
+use crate::storage::instance_db::InstanceDb;
+
+use super::{Cell, Start};
+
+impl Cell {
+    /// Completes the creation transaction (for an explicit create).
+    pub(crate) fn commit_creation(&mut self) -> Result<(), Error> {
+        self.begin()?;
+        self.finish(Ok(()))
+    }
+
+    /// Runs the `sleep` hook; the cell is dropped afterwards either way.
+    pub(crate) async fn sleep(mut self) {
+        if self.is_broken() {
+            return;
+        }
+        if let Err(e) = self.hook_transaction("sleep").await {
+            tracing::warn!(error = %e, "the sleep hook failed");
+        }
+    }
+
+    /// Runs the `destroy` hook before the instance's data is deleted.
+    pub(crate) async fn destroy(mut self) {
+        if let Err(e) = self.hook_transaction("destroy").await {
+            tracing::warn!(error = %e, "the destroy hook failed; destroying anyway");
+        }
+    }
+
+    pub(super) async fn hook_transaction(&mut self, hook: &'static str) -> Result<(), Error> {
+        self.begin()?;
+        let result = self.hook(hook).await;
+        self.finish(result)
+    }
+
+    pub(super) fn begin(&mut self) -> Result<(), Error> {
+        if self.starting.is_some() {
+            return Ok(());
+        }
+        self.store.data_mut().discard_effects();
+        self.db().begin().map_err(|e| self.storage_error(e))
+    }
+
+    pub(super) fn finish<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        let result = match self.store.data_mut().transaction_lost.take() {
+            Some(cause) if result.is_ok() => Err(Error::Failed {
+                actor: self.name().actor.to_string(),
+                key: self.name().key.to_string(),
+                during: "the call".into(),
+                code: "transaction-rolled-back".into(),
+                message: format!(
+                    "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
+                ),
+            }),
+            _ => result,
+        };
+        match result {
+            Ok(value) => match self.store.data_mut().commit_transaction() {
+                Ok(committed) => {
+                    self.queue_grew |= committed.appended;
+                    if let Some(Start::Created(at)) = self.starting.take() {
+                        self.created = Some(at);
+                    }
+                    Ok(value)
+                }
+                Err(e) => {
+                    let error = self.storage_error(e);
+                    self.db().rollback();
+                    self.broken |= self.starting.is_some();
+                    Err(error)
+                }
+            },
+            Err(e) => {
+                self.db().rollback();
+                self.store.data_mut().discard_effects();
+                // A start rolled back leaves a guest whose hooks ran for
+                // nothing: replace it.
+                self.broken |= self.starting.is_some();
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs a transaction of the host's own statements.
+    pub(crate) fn host_transaction<T>(
+        &mut self,
+        f: impl FnOnce(&InstanceDb) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        self.begin()?;
+        let result = f(self.db()).map_err(|e| self.storage_error(e));
+        self.finish(result)
+    }
+}

@@ -1,0 +1,229 @@
+//! A cell's workflow: noting and starting it, and one run of its
+//! orchestration code with the steps it commits.
+
+use crate::bindings::types::Failure;
+use crate::bindings::workflow::FailureKind;
+use crate::bindings::workflow_runner::RunOutcome;
+use crate::config::MAX_RESULT_BYTES;
+use crate::error::Error;
+use crate::instance::Mode;
+use crate::instance::output::failure_text;
+use crate::instance::workflow_run::RunState;
+use crate::storage::instance_db::now_ms;
+use crate::storage::queue::{self as queue_db};
+use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
+
+use super::{Cell, storage_error};
+
+impl Cell {
+    /// At a wake: notes whether the instance has a workflow (its queue then
+    /// feeds the workflow's queue waits).
+    pub(super) fn note_workflow(&mut self) -> rusqlite::Result<()> {
+        if self.exports.runner.is_none() || !crate::storage::workflow::has_schema(&self.db().conn)?
+        {
+            return Ok(());
+        }
+        let has_queue = queue_db::has_schema(&self.db().conn)?;
+        let state = self.store.data_mut();
+        state.is_workflow = true;
+        state.has_queue |= has_queue;
+        Ok(())
+    }
+
+    /// Whether the creation started a workflow, once, after it committed.
+    pub(crate) fn take_workflow_started(&mut self) -> bool {
+        self.starting.is_none() && std::mem::take(&mut self.workflow_started)
+    }
+
+    /// Asks the guest whether it has a workflow; if it does, records the
+    /// workflow with the create `input` in the creation's transaction, and
+    /// sets the workflow mark before that transaction commits (so that a
+    /// crash right after the commit still finds the workflow).
+    pub(super) async fn start_workflow(&mut self, input: &str, now: i64) -> Result<(), Error> {
+        if self.exports.runner.is_none() {
+            return Ok(());
+        }
+        let has_workflow = self
+            .call(
+                Mode::Hook("has-workflow"),
+                "workflow-runner has-workflow",
+                async |exports, store| {
+                    let runner = exports.runner.as_ref().expect("checked above");
+                    runner.call_has_workflow(store).await
+                },
+            )
+            .await?;
+        if !has_workflow {
+            return Ok(());
+        }
+        let name = self.name().clone();
+        let storage = |e| storage_error(&name, e);
+        self.db().ensure_workflow_schema().map_err(storage)?;
+        // The workflow's queue waits read the instance's queue.
+        self.db().ensure_queue_schema().map_err(storage)?;
+        self.store.data_mut().has_queue = true;
+        self.store.data_mut().is_workflow = true;
+        workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
+        self.index
+            .mark_new_workflow(&name.actor, &name.key, now)
+            .map_err(storage)?;
+        self.workflow_started = true;
+        Ok(())
+    }
+
+    /// Runs the instance's workflow once, from the start (replaying its
+    /// history), until it completes, fails, diverges or must wait. Each
+    /// step commits on its own; the run itself holds no transaction.
+    pub(crate) async fn run_workflow(&mut self) -> Result<RunEnd, Error> {
+        // Commit the start's transaction (migrate, wake) first, if the
+        // instance just woke; the run itself holds no transaction.
+        if self.starting.is_some() {
+            self.begin()?;
+            self.finish(Ok(()))?;
+        }
+        if self.exports.runner.is_none() {
+            return Ok(RunEnd::Finished);
+        }
+        let record = workflow_db::record(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let Some(record) = record else {
+            return Ok(RunEnd::Finished);
+        };
+        if record.status.is_final() {
+            return Ok(RunEnd::Finished);
+        }
+        self.store.data_mut().workflow = Some(RunState::default());
+        let input = record.input;
+        let result = self
+            .call(
+                Mode::Orchestration,
+                "workflow run",
+                async |exports, store| {
+                    let runner = exports.runner.as_ref().expect("checked above");
+                    runner.call_run(store, &input).await
+                },
+            )
+            .await;
+        let state = self.store.data_mut();
+        let run = state.workflow.take().unwrap_or_default();
+        // A step still open (a trap, or a guest that returned without
+        // ending it) is rolled back.
+        state.db.rollback();
+        state.discard_effects();
+        state.transaction_lost = None;
+        state.mode = Mode::Idle;
+        self.queue_grew |= run.committed_appends;
+        let now = now_ms();
+        let (status, output, error, wait) = match result {
+            Err(Error::Conflict { .. }) => return Ok(RunEnd::Conflict),
+            Err(e) => match &run.open {
+                Some(open) => {
+                    // The attempt of the open step failed: record it, and
+                    // let the next run see a retry or a terminal failure.
+                    let (kind, code, message) = match &e {
+                        Error::Timeout { .. } => (
+                            Some(FailureKind::Timeout),
+                            "timeout",
+                            format!(
+                                "step `{}` ran past its timeout of {} ms",
+                                open.name,
+                                open.timeout.as_millis()
+                            ),
+                        ),
+                        other => (None, "trapped", failure_text(&other.to_string())),
+                    };
+                    let recorded = self
+                        .store
+                        .data_mut()
+                        .record_step_failure(open, kind, code, &message);
+                    recorded.map_err(|e| Error::Storage {
+                        actor: self.name().actor.to_string(),
+                        key: self.name().key.to_string(),
+                        message: e.to_string(),
+                    })?;
+                    return Ok(RunEnd::Again);
+                }
+                None => (
+                    WorkflowStatus::Failed,
+                    None,
+                    Some(failure_text(&e.to_string())),
+                    None,
+                ),
+            },
+            Ok(_) if run.diverged.is_some() => (
+                WorkflowStatus::Diverged,
+                None,
+                run.diverged.as_deref().map(failure_text),
+                None,
+            ),
+            Ok(RunOutcome::Completed(output)) if output.len() > MAX_RESULT_BYTES => (
+                WorkflowStatus::Failed,
+                None,
+                Some(format!(
+                    "limit-exceeded: the workflow's output is {} bytes; the limit is {MAX_RESULT_BYTES} bytes",
+                    output.len()
+                )),
+                None,
+            ),
+            Ok(RunOutcome::Completed(output)) => {
+                (WorkflowStatus::Completed, Some(output), None, None)
+            }
+            Ok(RunOutcome::Failed(Failure { code, message })) => (
+                WorkflowStatus::Failed,
+                None,
+                Some(failure_text(&format!("{code}: {message}"))),
+                None,
+            ),
+            Ok(RunOutcome::Interrupted) => match (&run.wait, &run.waits_for_queue) {
+                (Some((at, what)), _) => (
+                    WorkflowStatus::Waiting,
+                    None,
+                    None,
+                    Some((Some(*at), what.as_str())),
+                ),
+                (None, Some(what)) => (
+                    WorkflowStatus::Waiting,
+                    None,
+                    None,
+                    Some((None, what.as_str())),
+                ),
+                (None, None) => (
+                    WorkflowStatus::Failed,
+                    None,
+                    Some("the run stopped at an interrupt that was not a wait".into()),
+                    None,
+                ),
+            },
+        };
+        self.host_transaction(|db| {
+            workflow_db::set_status(
+                &db.conn,
+                status,
+                output.as_deref(),
+                error.as_deref(),
+                wait,
+                now,
+            )
+        })?;
+        Ok(match wait {
+            Some((Some(at), _)) => RunEnd::Wait(at),
+            Some((None, _)) => RunEnd::Idle,
+            None => RunEnd::Finished,
+        })
+    }
+}
+
+/// How one run of a workflow ended, for its driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// Nothing more to run: completed, failed, diverged, or no workflow.
+    Finished,
+    /// Run again at this time (ms since the Unix epoch), or sooner when
+    /// the queue grows.
+    Wait(i64),
+    /// Run again when the queue grows (a queue wait without a timeout).
+    Idle,
+    /// Run again now (a step's attempt failed by a trap and was recorded).
+    Again,
+    /// A step met a concurrent call of the instance; run again shortly.
+    Conflict,
+}
