@@ -11,6 +11,7 @@ use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
 use crate::error::Error;
 use crate::presence::Lease;
+use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 
 use super::Background;
@@ -58,12 +59,12 @@ impl Background {
             self.drivers.kicked.lock().unwrap().insert(address);
             return;
         }
-        if let Err(e) =
-            self.core
-                .store
-                .marks()
-                .set_workflow_mark(&address.actor, &address.key, Some(now_ms()))
-        {
+        if let Err(e) = self.core.store.marks().set_mark(
+            Mark::Workflow,
+            &address.actor,
+            &address.key,
+            Some(now_ms()),
+        ) {
             tracing::error!(error = %e, "cannot record the workflow mark");
         }
         // The task holds the host only while a run goes on, so that a host
@@ -116,7 +117,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
                 continue;
             }
             Ok(RunEnd::Wait(at)) => {
-                let marked = index.set_workflow_mark(actor, key, Some(at));
+                let marked = index.set_mark(Mark::Workflow, actor, key, Some(at));
                 let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
                 if wait <= STAY_FOR && marked.is_ok() {
                     drop(host);
@@ -129,15 +130,15 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
                 marked
             }
             // An append drives the workflow again.
-            Ok(RunEnd::Idle) => index.set_workflow_mark(actor, key, None),
+            Ok(RunEnd::Idle) => index.set_mark(Mark::Workflow, actor, key, None),
             Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
-                index.set_workflow_mark(actor, key, None)
+                index.set_mark(Mark::Workflow, actor, key, None)
             }
             Err(Error::ShuttingDown) => return,
             Err(e) => {
                 tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
                 let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
-                index.set_workflow_mark(actor, key, Some(at))
+                index.set_mark(Mark::Workflow, actor, key, Some(at))
             }
         };
         if let Err(e) = marked {

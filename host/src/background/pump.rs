@@ -38,6 +38,7 @@ use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::presence::Lease;
 use crate::runtime::ConflictRetry;
+use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db, AfterFailure};
 use crate::storage::queue::{QueueMode, QueuePolicy, QueuedEvent};
@@ -335,7 +336,7 @@ impl Run {
             .core
             .store
             .marks()
-            .clear_mark(self.actor(), self.key())
+            .set_mark(Mark::Queue, self.actor(), self.key(), None)
             .map_err(|e| self.storage(e))?;
         self.work.pump_ended(&self.address, self.id);
         Ok(())
@@ -353,7 +354,7 @@ impl Run {
             .core
             .store
             .marks()
-            .set_mark_from(self.actor(), self.key(), || {
+            .set_mark_from(Mark::Queue, self.actor(), self.key(), || {
                 next_pick_time(reader, now_ms(), declined)
             })
             .map_err(|e| self.storage(e))?;
@@ -368,7 +369,7 @@ impl Run {
             .core
             .store
             .marks()
-            .set_mark_from(self.actor(), self.key(), || {
+            .set_mark_from(Mark::Queue, self.actor(), self.key(), || {
                 Ok::<_, rusqlite::Error>(Some(at))
             })
             .map_err(|e| self.storage(e))?

@@ -6,6 +6,7 @@ use crate::cell::Origin;
 use crate::config::SCHEDULE_RETRY_AFTER_ERROR;
 use crate::error::Error;
 use crate::presence::Lease;
+use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 
 use super::Background;
@@ -51,11 +52,11 @@ impl Background {
                 Ok(false) => return,
                 Err(Error::NoSuchInstance { .. }) => {
                     // Destroyed meanwhile: its mark goes with it.
-                    let clear = self
-                        .core
-                        .store
-                        .marks()
-                        .set_schedule_mark_from(actor, key, || Ok::<_, ()>(None));
+                    let clear =
+                        self.core
+                            .store
+                            .marks()
+                            .set_mark_from(Mark::Schedule, actor, key, || Ok::<_, ()>(None));
                     if let Err(e) = clear {
                         tracing::warn!(actor, key, error = %e, "cannot clear the schedule mark");
                     }
@@ -68,11 +69,11 @@ impl Background {
                 Err(e) => {
                     tracing::warn!(actor, key, error = %e, "cannot run the due schedules; they are tried again later");
                     let at = now_ms() + SCHEDULE_RETRY_AFTER_ERROR.as_millis() as i64;
-                    let later = self
-                        .core
-                        .store
-                        .marks()
-                        .set_schedule_mark_from(actor, key, || Ok::<_, ()>(Some(at)));
+                    let later =
+                        self.core
+                            .store
+                            .marks()
+                            .set_mark_from(Mark::Schedule, actor, key, || Ok::<_, ()>(Some(at)));
                     if let Err(e) = later {
                         tracing::warn!(actor, key, error = %e, "cannot move the schedule mark");
                     }

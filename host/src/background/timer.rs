@@ -7,6 +7,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use crate::address::Address;
+use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 
 use super::Background;
@@ -43,25 +44,13 @@ pub(super) async fn wake_due(background: Weak<Background>) {
         let budget = timer_budget(work.core.max_awake());
         let actors = work.core.actor_names();
         let now = now_ms();
-        let index = &work.core.store.marks();
-        let running: HashSet<Address> = work.pumps.lock().unwrap().keys().cloned().collect();
-        let due = index.due(now, &actors, budget + running.len());
-        for address in work.due_addresses(due, &running, budget, "queue") {
-            let def = work
-                .core
-                .definition(&address.actor)
-                .expect("defined actors only");
-            work.kick(&def, &address);
-        }
-        let running = work.drivers.running();
-        let due = index.due_workflows(now, &actors, budget + running.len());
-        for address in work.due_addresses(due, &running, budget, "workflow") {
-            work.drive_workflow(address);
-        }
-        let running = work.schedule_runs.lock().unwrap().clone();
-        let due = index.due_schedules(now, &actors, budget + running.len());
-        for address in work.due_addresses(due, &running, budget, "schedule") {
-            work.run_schedules(address);
+        let index = work.core.store.marks();
+        for mark in Mark::ALL {
+            let running = work.running(mark);
+            let due = index.due(mark, now, &actors, budget + running.len());
+            for address in work.due_addresses(due, &running, budget, mark) {
+                work.start(mark, address);
+            }
         }
         drop(work);
         tokio::time::sleep(QUEUE_TIMER_INTERVAL).await;
@@ -69,6 +58,30 @@ pub(super) async fn wake_due(background: Weak<Background>) {
 }
 
 impl Background {
+    /// The instances whose work of the kind `mark` stands for runs now.
+    fn running(&self, mark: Mark) -> HashSet<Address> {
+        match mark {
+            Mark::Queue => self.pumps.lock().unwrap().keys().cloned().collect(),
+            Mark::Workflow => self.drivers.running(),
+            Mark::Schedule => self.schedule_runs.lock().unwrap().clone(),
+        }
+    }
+
+    /// Starts the work of the kind `mark` stands for on `address`.
+    fn start(&self, mark: Mark, address: Address) {
+        match mark {
+            Mark::Queue => {
+                let def = self
+                    .core
+                    .definition(&address.actor)
+                    .expect("defined actors only");
+                self.kick(&def, &address);
+            }
+            Mark::Workflow => self.drive_workflow(address),
+            Mark::Schedule => self.run_schedules(address),
+        }
+    }
+
     /// The first `budget` of `due` (as the index gave them, earliest
     /// first) that are not `running`.
     fn due_addresses(
@@ -76,12 +89,12 @@ impl Background {
         due: rusqlite::Result<Vec<(String, String)>>,
         running: &HashSet<Address>,
         budget: usize,
-        kind: &str,
+        mark: Mark,
     ) -> Vec<Address> {
         let due = match due {
             Ok(due) => due,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the {kind} marks");
+                tracing::warn!(error = %e, "cannot read the {} marks", mark.name());
                 return Vec::new();
             }
         };

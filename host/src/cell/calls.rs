@@ -13,6 +13,7 @@ use crate::deadline::DeadlineExceeded;
 use crate::error::Error;
 use crate::instance::output::failure_text;
 use crate::instance::{ConflictTrap, InstanceState, Mode};
+use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 use crate::storage::schedule as schedule_db;
 
@@ -83,7 +84,9 @@ impl Cell {
         let conn = &self.store.data().db.conn;
         let mark = self
             .index
-            .set_schedule_mark_from(&name.actor, &name.key, || schedule_db::earliest(conn))
+            .set_mark_from(Mark::Schedule, &name.actor, &name.key, || {
+                schedule_db::earliest(conn)
+            })
             .and_then(|r| r)
             .map_err(|e| storage_error(&name, e))?;
         Ok(ran == limit && mark.is_some_and(|at| at <= now_ms()))

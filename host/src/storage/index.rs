@@ -58,6 +58,38 @@ pub(crate) struct Index {
     conn: Mutex<Connection>,
 }
 
+/// The three marks an instance's row holds: when its queue, its workflow
+/// and its schedules next have work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    Queue,
+    Workflow,
+    Schedule,
+}
+
+impl Mark {
+    /// Every mark, in the order the timer serves them.
+    pub(crate) const ALL: [Mark; 3] = [Mark::Queue, Mark::Workflow, Mark::Schedule];
+
+    /// The mark's column in `instances`.
+    fn column(self) -> &'static str {
+        match self {
+            Mark::Queue => "queue_due_at",
+            Mark::Workflow => "workflow_due_at",
+            Mark::Schedule => "schedule_due_at",
+        }
+    }
+
+    /// The mark's name in logs.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mark::Queue => "queue",
+            Mark::Workflow => "workflow",
+            Mark::Schedule => "schedule",
+        }
+    }
+}
+
 impl Index {
     /// Opens (creating if needed) the index at `path` with the host's
     /// `synchronous` setting: with `full`, a mark is on disk before the
@@ -75,32 +107,24 @@ impl Index {
                  PRIMARY KEY (actor, key)
              ) WITHOUT ROWID;",
         )?;
-        let has_mark = conn
-            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'queue_due_at'")?
-            .exists([])?;
-        if !has_mark {
-            conn.execute_batch("ALTER TABLE instances ADD COLUMN queue_due_at INTEGER")?;
+        for mark in Mark::ALL {
+            let column = mark.column();
+            let has_column = conn
+                .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = ?")?
+                .exists([column])?;
+            if !has_column {
+                conn.execute_batch(&format!(
+                    "ALTER TABLE instances ADD COLUMN {column} INTEGER"
+                ))?;
+            }
         }
-        let has_workflow_mark = conn
-            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'workflow_due_at'")?
-            .exists([])?;
-        if !has_workflow_mark {
-            conn.execute_batch("ALTER TABLE instances ADD COLUMN workflow_due_at INTEGER")?;
+        for mark in Mark::ALL {
+            let (name, column) = (mark.name(), mark.column());
+            conn.execute_batch(&format!(
+                "CREATE INDEX IF NOT EXISTS instances_{name}_due ON instances ({column})
+                 WHERE {column} IS NOT NULL;"
+            ))?;
         }
-        let has_schedule_mark = conn
-            .prepare("SELECT 1 FROM pragma_table_info('instances') WHERE name = 'schedule_due_at'")?
-            .exists([])?;
-        if !has_schedule_mark {
-            conn.execute_batch("ALTER TABLE instances ADD COLUMN schedule_due_at INTEGER")?;
-        }
-        conn.execute_batch(
-            "CREATE INDEX IF NOT EXISTS instances_schedule_due ON instances (schedule_due_at)
-             WHERE schedule_due_at IS NOT NULL;
-             CREATE INDEX IF NOT EXISTS instances_queue_due ON instances (queue_due_at)
-             WHERE queue_due_at IS NOT NULL;
-             CREATE INDEX IF NOT EXISTS instances_workflow_due ON instances (workflow_due_at)
-             WHERE workflow_due_at IS NOT NULL;",
-        )?;
         Ok(Index {
             conn: Mutex::new(conn),
         })
@@ -164,80 +188,40 @@ impl Index {
         Ok(commit())
     }
 
-    /// Sets the schedule mark of (`actor`, `key`) to what `compute` reads
-    /// from the instance's committed schedules, holding the index's lock
-    /// meanwhile. Never adds a row.
-    pub(crate) fn set_schedule_mark_from<E>(
-        &self,
-        actor: &str,
-        key: &str,
-        compute: impl FnOnce() -> Result<Option<i64>, E>,
-    ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
-        self.set_from(
-            "UPDATE instances SET schedule_due_at = ? WHERE actor = ? AND key = ?",
-            actor,
-            key,
-            compute,
-        )
-    }
-
-    /// Instances of `actors` with a schedule due at or before `now`,
-    /// earliest first, at most `limit`.
-    pub(crate) fn due_schedules(
-        &self,
-        now: i64,
-        actors: &[String],
-        limit: usize,
-    ) -> rusqlite::Result<Vec<(String, String)>> {
-        self.due_by(
-            "SELECT actor, key FROM instances
-             WHERE schedule_due_at IS NOT NULL AND schedule_due_at <= ?
-                 AND actor IN (SELECT value FROM json_each(?))
-             ORDER BY schedule_due_at LIMIT ?",
-            now,
-            actors,
-            limit,
-        )
-    }
-
-    /// Sets the mark of (`actor`, `key`) to what `compute` reads from the
-    /// instance's committed queue, holding the index's lock meanwhile.
+    /// Sets `mark` of (`actor`, `key`) to what `compute` reads from the
+    /// instance's committed data (its queue, its schedules), holding the
+    /// index's lock meanwhile, so that no commit that lowers the mark comes
+    /// in between. Never adds a row.
     pub(crate) fn set_mark_from<E>(
         &self,
-        actor: &str,
-        key: &str,
-        compute: impl FnOnce() -> Result<Option<i64>, E>,
-    ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
-        self.set_from(
-            "UPDATE instances SET queue_due_at = ? WHERE actor = ? AND key = ?",
-            actor,
-            key,
-            compute,
-        )
-    }
-
-    /// Runs `update` (a mark's UPDATE) with what `compute` returns, holding
-    /// the index's lock throughout.
-    fn set_from<E>(
-        &self,
-        update: &str,
+        mark: Mark,
         actor: &str,
         key: &str,
         compute: impl FnOnce() -> Result<Option<i64>, E>,
     ) -> Result<Result<Option<i64>, E>, rusqlite::Error> {
         let conn = self.conn.lock().unwrap();
-        let mark = match compute() {
-            Ok(mark) => mark,
+        let at = match compute() {
+            Ok(at) => at,
             Err(e) => return Ok(Err(e)),
         };
-        conn.prepare_cached(update)?
-            .execute(params![mark, actor, key])?;
-        Ok(Ok(mark))
+        let column = mark.column();
+        conn.prepare_cached(&format!(
+            "UPDATE instances SET {column} = ? WHERE actor = ? AND key = ?"
+        ))?
+        .execute(params![at, actor, key])?;
+        Ok(Ok(at))
     }
 
-    /// Clears the mark of an instance that does not exist.
-    pub(crate) fn clear_mark(&self, actor: &str, key: &str) -> rusqlite::Result<()> {
-        self.set_mark_from(actor, key, || Ok::<_, rusqlite::Error>(None))??;
+    /// Sets `mark` of (`actor`, `key`) to `at` (`None`: nothing to do).
+    /// Never adds a row (the instance may have been destroyed meanwhile).
+    pub(crate) fn set_mark(
+        &self,
+        mark: Mark,
+        actor: &str,
+        key: &str,
+        at: Option<i64>,
+    ) -> rusqlite::Result<()> {
+        self.set_mark_from(mark, actor, key, || Ok::<_, rusqlite::Error>(at))??;
         Ok(())
     }
 
@@ -259,77 +243,28 @@ impl Index {
         Ok(())
     }
 
-    /// Sets the workflow mark of (`actor`, `key`): when its workflow should
-    /// run next, or `None` when it has nothing to run. Never adds a row
-    /// (the instance may have been destroyed meanwhile).
-    pub(crate) fn set_workflow_mark(
+    /// Instances of `actors` whose `mark` is at or before `now`, earliest
+    /// first, at most `limit`.
+    pub(crate) fn due(
         &self,
-        actor: &str,
-        key: &str,
-        at: Option<i64>,
-    ) -> rusqlite::Result<()> {
-        let conn = self.conn.lock().unwrap();
-        conn.prepare_cached(
-            "UPDATE instances SET workflow_due_at = ? WHERE actor = ? AND key = ?",
-        )?
-        .execute(params![at, actor, key])?;
-        Ok(())
-    }
-
-    /// Instances of `actors` whose workflow mark is at or before `now`,
-    /// earliest first, at most `limit`.
-    pub(crate) fn due_workflows(
-        &self,
+        mark: Mark,
         now: i64,
         actors: &[String],
         limit: usize,
     ) -> rusqlite::Result<Vec<(String, String)>> {
-        self.due_by(
-            "SELECT actor, key FROM instances
-             WHERE workflow_due_at IS NOT NULL AND workflow_due_at <= ?
-                 AND actor IN (SELECT value FROM json_each(?))
-             ORDER BY workflow_due_at LIMIT ?",
-            now,
-            actors,
-            limit,
-        )
-    }
-
-    /// Runs `sql`, a query of (actor, key) due at `now` among `actors`,
-    /// at most `limit`.
-    fn due_by(
-        &self,
-        sql: &str,
-        now: i64,
-        actors: &[String],
-        limit: usize,
-    ) -> rusqlite::Result<Vec<(String, String)>> {
+        let column = mark.column();
         let actors = serde_json::to_string(actors).expect("names serialize");
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare_cached(sql)?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT actor, key FROM instances
+             WHERE {column} IS NOT NULL AND {column} <= ?
+                 AND actor IN (SELECT value FROM json_each(?))
+             ORDER BY {column} LIMIT ?"
+        ))?;
         stmt.query_map(params![now, actors, limit as i64], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?
         .collect()
-    }
-
-    /// Instances of `actors` whose queue mark is at or before `now`,
-    /// earliest first, at most `limit`.
-    pub(crate) fn due(
-        &self,
-        now: i64,
-        actors: &[String],
-        limit: usize,
-    ) -> rusqlite::Result<Vec<(String, String)>> {
-        self.due_by(
-            "SELECT actor, key FROM instances
-             WHERE queue_due_at IS NOT NULL AND queue_due_at <= ?
-                 AND actor IN (SELECT value FROM json_each(?))
-             ORDER BY queue_due_at LIMIT ?",
-            now,
-            actors,
-            limit,
-        )
     }
 }
 
@@ -353,11 +288,15 @@ mod tests {
             index.mark_new_workflow(actor, "k", at).unwrap();
         }
         let only_a = [("a".to_string(), "k".to_string())];
-        assert_eq!(index.due(10, &actors(), 1).unwrap(), only_a);
-        assert_eq!(index.due_schedules(10, &actors(), 1).unwrap(), only_a);
-        assert_eq!(index.due_workflows(10, &actors(), 1).unwrap(), only_a);
+        assert_eq!(index.due(Mark::Queue, 10, &actors(), 1).unwrap(), only_a);
+        assert_eq!(index.due(Mark::Schedule, 10, &actors(), 1).unwrap(), only_a);
+        assert_eq!(index.due(Mark::Workflow, 10, &actors(), 1).unwrap(), only_a);
         let all = ["gone".to_string(), "a".to_string()];
-        assert_eq!(index.due(10, &all, 5).unwrap().len(), 2, "kept");
+        assert_eq!(
+            index.due(Mark::Queue, 10, &all, 5).unwrap().len(),
+            2,
+            "kept"
+        );
     }
 
     #[test]
@@ -388,24 +327,37 @@ mod tests {
         index.mark_new_workflow("w", "k", 10).unwrap();
         index.insert("w", "k", 10).unwrap();
         assert_eq!(
-            index.due_workflows(10, &actors(), 5).unwrap(),
+            index.due(Mark::Workflow, 10, &actors(), 5).unwrap(),
             [("w".into(), "k".into())]
         );
-        index.set_workflow_mark("w", "k", Some(100)).unwrap();
-        assert!(index.due_workflows(99, &actors(), 5).unwrap().is_empty());
-        assert_eq!(index.due_workflows(100, &actors(), 5).unwrap().len(), 1);
-        index.set_workflow_mark("w", "k", None).unwrap();
+        index.set_mark(Mark::Workflow, "w", "k", Some(100)).unwrap();
         assert!(
             index
-                .due_workflows(i64::MAX, &actors(), 5)
+                .due(Mark::Workflow, 99, &actors(), 5)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            index.due(Mark::Workflow, 100, &actors(), 5).unwrap().len(),
+            1
+        );
+        index.set_mark(Mark::Workflow, "w", "k", None).unwrap();
+        assert!(
+            index
+                .due(Mark::Workflow, i64::MAX, &actors(), 5)
                 .unwrap()
                 .is_empty()
         );
         // The queue mark is separate.
-        assert!(index.due(i64::MAX, &actors(), 5).unwrap().is_empty());
+        assert!(
+            index
+                .due(Mark::Queue, i64::MAX, &actors(), 5)
+                .unwrap()
+                .is_empty()
+        );
         // A destroyed instance does not come back through a late mark.
         index.remove("w", "k").unwrap();
-        index.set_workflow_mark("w", "k", Some(5)).unwrap();
+        index.set_mark(Mark::Workflow, "w", "k", Some(5)).unwrap();
         assert!(index.keys("w").unwrap().is_empty());
     }
 
@@ -422,37 +374,56 @@ mod tests {
         };
         lower(None, Some(500));
         lower(None, Some(700));
-        assert!(index.due_schedules(499, &actors(), 10).unwrap().is_empty());
-        assert_eq!(index.due_schedules(500, &actors(), 10).unwrap().len(), 1);
         assert!(
-            index.due(i64::MAX, &actors(), 10).unwrap().is_empty(),
+            index
+                .due(Mark::Schedule, 499, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            index.due(Mark::Schedule, 500, &actors(), 10).unwrap().len(),
+            1
+        );
+        assert!(
+            index
+                .due(Mark::Queue, i64::MAX, &actors(), 10)
+                .unwrap()
+                .is_empty(),
             "the queue mark is apart"
         );
         lower(Some(5), None);
-        assert_eq!(index.due(5, &actors(), 10).unwrap().len(), 1);
+        assert_eq!(index.due(Mark::Queue, 5, &actors(), 10).unwrap().len(), 1);
         assert!(
-            index.due_schedules(499, &actors(), 10).unwrap().is_empty(),
+            index
+                .due(Mark::Schedule, 499, &actors(), 10)
+                .unwrap()
+                .is_empty(),
             "kept by a queue append"
         );
         index
-            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(Some(900)))
-            .unwrap()
-            .unwrap();
-        assert!(index.due_schedules(899, &actors(), 10).unwrap().is_empty());
-        index
-            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(None))
+            .set_mark_from(Mark::Schedule, "a", "k", || Ok::<_, ()>(Some(900)))
             .unwrap()
             .unwrap();
         assert!(
             index
-                .due_schedules(i64::MAX, &actors(), 10)
+                .due(Mark::Schedule, 899, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
+        index
+            .set_mark_from(Mark::Schedule, "a", "k", || Ok::<_, ()>(None))
+            .unwrap()
+            .unwrap();
+        assert!(
+            index
+                .due(Mark::Schedule, i64::MAX, &actors(), 10)
                 .unwrap()
                 .is_empty()
         );
         // The runner never brings back a destroyed instance.
         index.remove("a", "k").unwrap();
         index
-            .set_schedule_mark_from("a", "k", || Ok::<_, ()>(Some(1)))
+            .set_mark_from(Mark::Schedule, "a", "k", || Ok::<_, ()>(Some(1)))
             .unwrap()
             .unwrap();
         assert!(index.keys("a").unwrap().is_empty());
@@ -463,7 +434,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
         index.insert("a", "k", 1).unwrap();
-        assert!(index.due(i64::MAX, &actors(), 10).unwrap().is_empty());
+        assert!(
+            index
+                .due(Mark::Queue, i64::MAX, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
         index
             .lower_marks_around("a", "k", Some(50), None, || Ok::<_, ()>(()))
             .unwrap()
@@ -472,24 +448,39 @@ mod tests {
             .lower_marks_around("a", "k", Some(70), None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
-        assert!(index.due(49, &actors(), 10).unwrap().is_empty());
+        assert!(
+            index
+                .due(Mark::Queue, 49, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(
-            index.due(50, &actors(), 10).unwrap(),
+            index.due(Mark::Queue, 50, &actors(), 10).unwrap(),
             [("a".into(), "k".into())]
         );
         index
-            .set_mark_from("a", "k", || Ok::<_, ()>(Some(90)))
+            .set_mark_from(Mark::Queue, "a", "k", || Ok::<_, ()>(Some(90)))
             .unwrap()
             .unwrap();
-        assert!(index.due(89, &actors(), 10).unwrap().is_empty());
+        assert!(
+            index
+                .due(Mark::Queue, 89, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
         index.insert("a", "k", 1).unwrap();
         assert_eq!(
-            index.due(90, &actors(), 10).unwrap().len(),
+            index.due(Mark::Queue, 90, &actors(), 10).unwrap().len(),
             1,
             "a re-insert keeps the mark"
         );
-        index.clear_mark("a", "k").unwrap();
-        assert!(index.due(i64::MAX, &actors(), 10).unwrap().is_empty());
+        index.set_mark(Mark::Queue, "a", "k", None).unwrap();
+        assert!(
+            index
+                .due(Mark::Queue, i64::MAX, &actors(), 10)
+                .unwrap()
+                .is_empty()
+        );
         // An append to an instance not yet indexed makes its row.
         index
             .lower_marks_around("b", "k", Some(5), None, || Ok::<_, ()>(()))
