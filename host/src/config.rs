@@ -306,6 +306,19 @@ pub fn max_connected_instances(max_awake: usize) -> usize {
     max_awake / 2
 }
 
+// Conflicts: a transaction that met concurrent processing of the same
+// instance was rolled back whole and runs again after a pause.
+
+/// First pause before a call that met concurrent processing runs again
+/// (the pause doubles at every further conflict).
+pub const FIRST_CONFLICT_PAUSE: Duration = Duration::from_millis(1);
+/// Longest pause between two runs of a call that keeps meeting concurrent
+/// processing.
+pub const MAX_CONFLICT_PAUSE: Duration = Duration::from_millis(50);
+/// Pause before background work (a queue event's processing, a workflow
+/// run) that met a concurrent call is tried again.
+pub const BACKGROUND_CONFLICT_PAUSE: Duration = Duration::from_millis(5);
+
 #[cfg(test)]
 mod tests {
     use super::*;

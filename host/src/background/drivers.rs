@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
+use crate::config::BACKGROUND_CONFLICT_PAUSE;
 use crate::error::Error;
 use crate::presence::Lease;
 use crate::storage::index::Mark;
@@ -19,8 +20,6 @@ use super::Background;
 /// A driver stays with a workflow whose wait ends within this time, rather
 /// than ending and being started again by the timer.
 const STAY_FOR: Duration = Duration::from_secs(1);
-/// Pause before a run that met a concurrent call is tried again.
-const CONFLICT_PAUSE: Duration = Duration::from_millis(5);
 /// Wait before a driver that failed (storage, instance cannot start) tries
 /// again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
@@ -111,7 +110,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             Ok(RunEnd::Conflict) => {
                 drop(host);
                 tokio::select! {
-                    _ = tokio::time::sleep(CONFLICT_PAUSE) => {}
+                    _ = tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE) => {}
                     _ = lease.closing() => return,
                 }
                 continue;

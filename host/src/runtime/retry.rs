@@ -4,13 +4,9 @@
 
 use std::time::Duration;
 
+use crate::config::{FIRST_CONFLICT_PAUSE, MAX_CONFLICT_PAUSE};
 use crate::error::Error;
 
-/// First pause before a call that met concurrent processing runs again.
-const CONFLICT_PAUSE: Duration = Duration::from_millis(1);
-/// Longest pause between two runs of a call that keeps meeting concurrent
-/// processing.
-const MAX_CONFLICT_PAUSE: Duration = Duration::from_millis(50);
 /// Runs a call again after a conflict, with growing pauses, until its
 /// timeout has passed.
 pub(crate) struct ConflictRetry {
@@ -24,7 +20,7 @@ impl ConflictRetry {
         ConflictRetry {
             begun: std::time::Instant::now(),
             timeout,
-            pause: CONFLICT_PAUSE,
+            pause: FIRST_CONFLICT_PAUSE,
         }
     }
 
