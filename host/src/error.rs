@@ -195,6 +195,41 @@ pub enum Error {
 }
 
 impl Error {
+    /// `no-such-instance`: (`actor`, `key`) does not exist.
+    pub(crate) fn no_such_instance(actor: &str, key: &str) -> Error {
+        Error::NoSuchInstance {
+            actor: actor.into(),
+            key: key.into(),
+        }
+    }
+
+    /// `already-exists`: (`actor`, `key`) exists already.
+    pub(crate) fn already_exists(actor: &str, key: &str) -> Error {
+        Error::AlreadyExists {
+            actor: actor.into(),
+            key: key.into(),
+        }
+    }
+
+    /// `conflict`: the call met concurrent processing of (`actor`, `key`).
+    pub(crate) fn conflict(actor: &str, key: &str) -> Error {
+        Error::Conflict {
+            actor: actor.into(),
+            key: key.into(),
+        }
+    }
+
+    /// `storage`: the database of (`actor`, `key`) failed with `message`.
+    pub(crate) fn storage(actor: &str, key: &str, message: String) -> Error {
+        Error::Storage {
+            actor: actor.into(),
+            key: key.into(),
+            message,
+        }
+    }
+}
+
+impl Error {
     /// The stable machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {

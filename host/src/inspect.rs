@@ -191,11 +191,7 @@ fn read_workflow(conn: &Connection) -> rusqlite::Result<Option<WorkflowView>> {
 }
 
 fn storage(actor: &str, key: &str, e: rusqlite::Error) -> Error {
-    Error::Storage {
-        actor: actor.into(),
-        key: key.into(),
-        message: e.to_string(),
-    }
+    Error::storage(actor, key, e.to_string())
 }
 
 /// Opens the instance's database read-only; returns it with the creation time.
@@ -203,10 +199,7 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
     validate_actor_name(actor)?;
     validate_key(key)?;
     let path = instance_path(root, actor, key);
-    let missing = || Error::NoSuchInstance {
-        actor: actor.into(),
-        key: key.into(),
-    };
+    let missing = || Error::no_such_instance(actor, key);
     if !path.exists() {
         return Err(missing());
     }

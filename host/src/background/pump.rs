@@ -309,11 +309,7 @@ impl Run {
     }
 
     fn storage(&self, e: rusqlite::Error) -> Error {
-        Error::Storage {
-            actor: self.actor().into(),
-            key: self.key().into(),
-            message: e.to_string(),
-        }
+        Error::storage(self.actor(), self.key(), e.to_string())
     }
 
     fn set_error(&self, error: Option<String>) {

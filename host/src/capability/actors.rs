@@ -12,17 +12,13 @@ use crate::bindings::actors::{CallError, Host, SendOptions};
 use crate::bindings::types::Failure;
 use crate::config::MAX_CALL_DEPTH;
 use crate::error::Error;
-use crate::instance::{InstanceState, Refusal};
+use crate::instance::InstanceState;
 
 impl InstanceState {
     /// The chain a call from this instance to (`actor`, `key`) would make,
     /// or why it may not be made.
     fn chain_to(&self, call: &str, actor: &str, key: &str) -> Result<Vec<Address>, CallError> {
-        match self.check_write(call) {
-            Ok(()) => {}
-            Err(Refusal::NotAllowed(why)) => return Err(CallError::NotAllowed(why)),
-            Err(Refusal::NotInStep(why)) => return Err(CallError::NotInStep(why)),
-        }
+        self.check_write(call)?;
         let mut chain = self.chain.clone();
         chain.push(self.name.clone());
         if chain.iter().any(|n| &*n.actor == actor && &*n.key == key) {

@@ -14,7 +14,7 @@ use crate::config::{
     MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY,
 };
 use crate::deadline::{Deadline, DeadlineExceeded};
-use crate::instance::{ConflictTrap, InstanceState, Refusal, is_busy};
+use crate::instance::{ConflictTrap, InstanceState, is_busy};
 use crate::storage::heap::{self, Refused};
 use crate::storage::instance_db::InstanceDb;
 use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
@@ -26,7 +26,7 @@ impl Host for InstanceState {
         params: Vec<Value>,
     ) -> wasmtime::Result<Result<QueryResult, DbError>> {
         if let Err(refusal) = self.check_mode("db.execute") {
-            return Ok(Err(refused(refusal)));
+            return Ok(Err(refusal.into()));
         }
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
@@ -47,7 +47,7 @@ impl Host for InstanceState {
 
     fn execute_batch(&mut self, sql: String) -> wasmtime::Result<Result<(), DbError>> {
         if let Err(refusal) = self.check_write("db.execute-batch") {
-            return Ok(Err(refused(refusal)));
+            return Ok(Err(refusal.into()));
         }
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
@@ -57,13 +57,6 @@ impl Host for InstanceState {
             execute_batch(&db.conn, &db.sandbox, &sql)
         });
         self.finish(result)
-    }
-}
-
-fn refused(refusal: Refusal) -> DbError {
-    match refusal {
-        Refusal::NotAllowed(why) => DbError::NotAllowed(why),
-        Refusal::NotInStep(why) => DbError::NotInStep(why),
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::bindings::events::{EventError, Host};
 use crate::config::{MAX_BROADCAST_BYTES, MAX_BROADCASTS_PER_CALL, MAX_EVENT_NAME_BYTES};
 use crate::connections::PendingEvent;
-use crate::instance::{InstanceState, Refusal};
+use crate::instance::InstanceState;
 
 impl Host for InstanceState {
     fn broadcast(
@@ -12,10 +12,8 @@ impl Host for InstanceState {
         name: String,
         payload: String,
     ) -> wasmtime::Result<Result<(), EventError>> {
-        match self.check_write("events.broadcast") {
-            Ok(()) => {}
-            Err(Refusal::NotAllowed(why)) => return Ok(Err(EventError::NotAllowed(why))),
-            Err(Refusal::NotInStep(why)) => return Ok(Err(EventError::NotInStep(why))),
+        if let Err(refusal) = self.check_write("events.broadcast") {
+            return Ok(Err(refusal.into()));
         }
         let invalid =
             |why: String| Ok(Err(EventError::Invalid(format!("events.broadcast: {why}"))));

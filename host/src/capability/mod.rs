@@ -15,9 +15,33 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings;
-use crate::instance::InstanceState;
+use crate::instance::{InstanceState, Refusal};
 
 impl bindings::types::Host for InstanceState {}
+
+/// A refusal of the instance's mode, as each interface's error type says
+/// it: every one of them has `not-allowed` and `not-in-step`.
+macro_rules! refusals_as {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<Refusal> for $error {
+            fn from(refusal: Refusal) -> Self {
+                match refusal {
+                    Refusal::NotAllowed(why) => <$error>::NotAllowed(why),
+                    Refusal::NotInStep(why) => <$error>::NotInStep(why),
+                }
+            }
+        }
+    )*};
+}
+
+refusals_as!(
+    bindings::actors::CallError,
+    bindings::db::DbError,
+    bindings::events::EventError,
+    bindings::queue::QueueError,
+    bindings::schedule::ScheduleError,
+    bindings::state::StateError,
+);
 
 /// The linker every actor is instantiated through: WASI (without ambient
 /// authority, see [`InstanceState::new`]) and Burrow's imports.

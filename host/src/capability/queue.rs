@@ -3,7 +3,7 @@
 
 use crate::bindings::queue::{AppendOptions, Host, QueueError};
 use crate::config::MAX_EVENT_NAME_BYTES;
-use crate::instance::{InstanceState, QueueLimits, Refusal, storage_trap};
+use crate::instance::{InstanceState, QueueLimits, storage_trap};
 use crate::storage::instance_db::now_ms;
 use crate::storage::queue::NewEvent;
 use crate::storage::queue::{AppendError, append};
@@ -15,10 +15,8 @@ impl Host for InstanceState {
         payload: String,
         options: AppendOptions,
     ) -> wasmtime::Result<Result<u64, QueueError>> {
-        match self.check_write("queue.append") {
-            Ok(()) => {}
-            Err(Refusal::NotAllowed(why)) => return Ok(Err(QueueError::NotAllowed(why))),
-            Err(Refusal::NotInStep(why)) => return Ok(Err(QueueError::NotInStep(why))),
+        if let Err(refusal) = self.check_write("queue.append") {
+            return Ok(Err(refusal.into()));
         }
         if !self.has_queue {
             return Ok(Err(QueueError::NotAllowed(format!(

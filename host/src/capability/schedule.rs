@@ -6,16 +6,9 @@ use crate::bindings::schedule::{Host, ScheduleError, Scheduled};
 use crate::config::{
     MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES, MIN_SCHEDULE_INTERVAL_MS,
 };
-use crate::instance::{InstanceState, Refusal, storage_trap};
+use crate::instance::{InstanceState, storage_trap};
 use crate::storage::instance_db::now_ms;
 use crate::storage::schedule::{self as schedule_db, AddError};
-
-fn refusal(refusal: Refusal) -> ScheduleError {
-    match refusal {
-        Refusal::NotAllowed(why) => ScheduleError::NotAllowed(why),
-        Refusal::NotInStep(why) => ScheduleError::NotInStep(why),
-    }
-}
 
 /// Checks the action and the arguments of a schedule.
 fn check(action: &str, args: &str) -> Result<(), String> {
@@ -48,7 +41,7 @@ impl InstanceState {
         args: String,
     ) -> wasmtime::Result<Result<u64, ScheduleError>> {
         if let Err(why) = self.check_write(call) {
-            return Ok(Err(refusal(why)));
+            return Ok(Err(why.into()));
         }
         if let Err(why) = check(&action, &args) {
             return Ok(Err(ScheduleError::Invalid(format!("{call}: {why}"))));
@@ -108,7 +101,7 @@ impl Host for InstanceState {
         // The mode first: orchestration code hears not-in-step whatever it
         // passed.
         if let Err(why) = self.check_write("schedule.every") {
-            return Ok(Err(refusal(why)));
+            return Ok(Err(why.into()));
         }
         if interval_ms < MIN_SCHEDULE_INTERVAL_MS {
             return Ok(Err(ScheduleError::Invalid(format!(
@@ -123,7 +116,7 @@ impl Host for InstanceState {
 
     fn pending(&mut self) -> wasmtime::Result<Result<Vec<Scheduled>, ScheduleError>> {
         if let Err(why) = self.check_mode("schedule.pending") {
-            return Ok(Err(refusal(why)));
+            return Ok(Err(why.into()));
         }
         let pending = schedule_db::pending(&self.db.conn).map_err(storage_trap)?;
         Ok(Ok(pending
@@ -140,7 +133,7 @@ impl Host for InstanceState {
 
     fn cancel(&mut self, id: u64) -> wasmtime::Result<Result<bool, ScheduleError>> {
         if let Err(why) = self.check_write("schedule.cancel") {
-            return Ok(Err(refusal(why)));
+            return Ok(Err(why.into()));
         }
         let Ok(id) = i64::try_from(id) else {
             return Ok(Ok(false));

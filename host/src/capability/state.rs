@@ -3,32 +3,25 @@
 
 use crate::bindings::state::{Host, StateError};
 use crate::config::MAX_STATE_BYTES;
-use crate::instance::{InstanceState, Refusal, storage_trap};
+use crate::instance::{InstanceState, storage_trap};
 
 impl Host for InstanceState {
     fn get(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, StateError>> {
         if let Err(refusal) = self.check_mode("state.get") {
-            return Ok(Err(refused(refusal)));
+            return Ok(Err(refusal.into()));
         }
         self.db.read_state().map(Ok).map_err(storage_trap)
     }
 
     fn set(&mut self, value: Vec<u8>) -> wasmtime::Result<Result<(), StateError>> {
         if let Err(refusal) = self.check_write("state.set") {
-            return Ok(Err(refused(refusal)));
+            return Ok(Err(refusal.into()));
         }
         if value.len() > MAX_STATE_BYTES {
             return Ok(Err(StateError::TooLarge(MAX_STATE_BYTES as u64)));
         }
         self.db.write_state(&value).map_err(storage_trap)?;
         Ok(Ok(()))
-    }
-}
-
-fn refused(refusal: Refusal) -> StateError {
-    match refusal {
-        Refusal::NotAllowed(why) => StateError::NotAllowed(why),
-        Refusal::NotInStep(why) => StateError::NotInStep(why),
     }
 }
 

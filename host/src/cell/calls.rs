@@ -252,10 +252,7 @@ pub(super) fn trap_error(
     e: wasmtime::Error,
 ) -> Error {
     if e.downcast_ref::<ConflictTrap>().is_some() {
-        return Error::Conflict {
-            actor: name.actor.to_string(),
-            key: name.key.to_string(),
-        };
+        return Error::conflict(&name.actor, &name.key);
     }
     let timed_out = e.downcast_ref::<DeadlineExceeded>().is_some()
         || matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt));

@@ -136,16 +136,10 @@ impl Cell {
         let created_at = db.created_at().map_err(storage)?;
         match (&origin, created_at) {
             (Origin::MustExist, None) => {
-                return Err(Error::NoSuchInstance {
-                    actor: name.actor.to_string(),
-                    key: name.key.to_string(),
-                });
+                return Err(Error::no_such_instance(&name.actor, &name.key));
             }
             (Origin::MustBeNew(_), Some(_)) => {
-                return Err(Error::AlreadyExists {
-                    actor: name.actor.to_string(),
-                    key: name.key.to_string(),
-                });
+                return Err(Error::already_exists(&name.actor, &name.key));
             }
             _ => {}
         }
@@ -318,16 +312,9 @@ fn store_limits(memory_limit: usize) -> wasmtime::StoreLimits {
 
 fn storage_error(name: &Address, e: rusqlite::Error) -> Error {
     if is_busy(&e) {
-        return Error::Conflict {
-            actor: name.actor.to_string(),
-            key: name.key.to_string(),
-        };
+        return Error::conflict(&name.actor, &name.key);
     }
-    Error::Storage {
-        actor: name.actor.to_string(),
-        key: name.key.to_string(),
-        message: e.to_string(),
-    }
+    Error::storage(&name.actor, &name.key, e.to_string())
 }
 
 #[cfg(test)]

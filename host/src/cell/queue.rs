@@ -157,10 +157,7 @@ impl Cell {
                 event = event.id,
                 "the event was no longer pending when its processing ended; rolled back"
             );
-            return Err(Error::Conflict {
-                actor: self.name().actor.to_string(),
-                key: self.name().key.to_string(),
-            });
+            return Err(Error::conflict(&self.name().actor, &self.name().key));
         }
         Ok(result)
     }

@@ -135,10 +135,8 @@ impl Cell {
                         .store
                         .data_mut()
                         .record_step_failure(open, kind, code, &message);
-                    recorded.map_err(|e| Error::Storage {
-                        actor: self.name().actor.to_string(),
-                        key: self.name().key.to_string(),
-                        message: e.to_string(),
+                    recorded.map_err(|e| {
+                        Error::storage(&self.name().actor, &self.name().key, e.to_string())
                     })?;
                     return Ok(RunEnd::Again);
                 }

@@ -47,10 +47,7 @@ impl Host {
             // While the instance is destroyed, wait: the connection is to
             // the instance that comes after.
             let Some(_lease) = self.core.presence.lease(&address) else {
-                return Err(Error::Conflict {
-                    actor: actor.into(),
-                    key: key.into(),
-                });
+                return Err(Error::conflict(actor, key));
             };
             self.core
                 .with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {

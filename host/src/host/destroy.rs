@@ -19,10 +19,7 @@ impl Host {
     /// a new, empty instance.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), Error> {
         let def = self.core.resolve(actor, key)?;
-        let no_such_instance = || Error::NoSuchInstance {
-            actor: actor.into(),
-            key: key.into(),
-        };
+        let no_such_instance = || Error::no_such_instance(actor, key);
         let address = self.core.address(&def, key);
         if !self.core.store.exists(&address) {
             return Err(no_such_instance());
@@ -78,11 +75,7 @@ impl Host {
             // new instance: its first append starts a pump at once.
             drop(closed);
             self.core.directory.remove(&slot);
-            return removed.map_err(|e| Error::Storage {
-                actor: actor.into(),
-                key: key.into(),
-                message: format!("{e:#}"),
-            });
+            return removed.map_err(|e| Error::storage(actor, key, format!("{e:#}")));
         }
     }
 }

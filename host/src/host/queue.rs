@@ -101,10 +101,7 @@ impl Host {
             Ok(Ok(EventOutcome::DeadLettered(error))) => {
                 Ok(SendOutcome::DeadLettered { id, error })
             }
-            Ok(Err(_)) => Err(Error::NoSuchInstance {
-                actor: actor.into(),
-                key: key.into(),
-            }),
+            Ok(Err(_)) => Err(Error::no_such_instance(actor, key)),
             Err(_) => {
                 waiters.forget(&address.actor, &address.key, id);
                 Ok(SendOutcome::TimedOut { id })

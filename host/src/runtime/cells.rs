@@ -72,10 +72,7 @@ impl Core {
                 let cell = self.start_cell(&def, address, origin).await?;
                 *state = SlotState::Awake(Box::new(cell));
             } else if let Origin::MustBeNew(_) = origin {
-                return Err(Error::AlreadyExists {
-                    actor: actor.into(),
-                    key: key.into(),
-                });
+                return Err(Error::already_exists(actor, key));
             }
             let SlotState::Awake(cell) = &mut *state else {
                 unreachable!("the slot was just woken")
