@@ -389,7 +389,7 @@ async fn discard(
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<StatusCode> {
     let Path((actor, key, id)) = path?;
-    host.drop_dead_letter(&actor, &key, id).await?;
+    host.discard(&actor, &key, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -292,10 +292,10 @@ async fn after_its_last_attempt_an_event_is_dead_lettered_then_requeued_or_dropp
     let outcome = host.send(ACTOR, "k", "fail", "{}", wait).await.unwrap();
     let id = outcome.id();
     assert!(matches!(outcome, SendOutcome::DeadLettered { .. }));
-    host.drop_dead_letter(ACTOR, "k", id).await.unwrap();
+    host.discard(ACTOR, "k", id).await.unwrap();
     assert!(host.queue(ACTOR, "k").unwrap().dead_letters.is_empty());
     assert!(matches!(
-        host.drop_dead_letter(ACTOR, "k", id).await,
+        host.discard(ACTOR, "k", id).await,
         Err(Error::NoSuchEvent { .. })
     ));
     host.shutdown().await;

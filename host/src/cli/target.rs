@@ -119,7 +119,7 @@ impl Backend {
     /// Deletes dead letter `id` for good.
     pub(super) async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), Failure> {
         match self {
-            Backend::Embedded(host) => host.drop_dead_letter(actor, key, id).await?,
+            Backend::Embedded(host) => host.discard(actor, key, id).await?,
             Backend::Server(client) => client.discard(actor, key, id).await?,
         }
         Ok(())

@@ -135,14 +135,13 @@ impl Host {
         }
     }
 
-    /// Deletes dead letter `id` of (`actor`, `key`) for good.
-    pub async fn drop_dead_letter(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
+    /// Deletes dead letter `id` of (`actor`, `key`) for good (`burrow
+    /// discard`, `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}`).
+    pub async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
         let found = ConflictRetry::run(self.core.call_timeout(actor), || {
             self.core
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
-                    cell.host_transaction(|db| {
-                        crate::storage::queue::drop_dead_letter(&db.conn, id)
-                    })
+                    cell.host_transaction(|db| crate::storage::queue::discard(&db.conn, id))
                 })
         })
         .await?;
@@ -151,6 +150,12 @@ impl Host {
         } else {
             Err(no_such_event(actor, key, id))
         }
+    }
+
+    /// The former name of [`Host::discard`].
+    #[deprecated(note = "renamed to `Host::discard`")]
+    pub async fn drop_dead_letter(&self, actor: &str, key: &str, id: i64) -> Result<(), Error> {
+        self.discard(actor, key, id).await
     }
 }
 

@@ -75,7 +75,7 @@ pub struct QueuedEvent {
     #[serde(rename = "type")]
     pub event_type: String,
     /// The payload, JSON text.
-    #[serde(serialize_with = "json_text")]
+    #[serde(serialize_with = "burrow_client::EventResult::write_json")]
     pub payload: String,
     /// Lower values first.
     pub priority: i32,
@@ -101,7 +101,7 @@ pub struct DeadLetter {
     #[serde(rename = "type")]
     pub event_type: String,
     /// The payload, JSON text.
-    #[serde(serialize_with = "json_text")]
+    #[serde(serialize_with = "burrow_client::EventResult::write_json")]
     pub payload: String,
     /// Its priority.
     pub priority: i32,
@@ -128,17 +128,6 @@ pub struct NewEvent {
     pub priority: i32,
     /// The group; `None` (or an empty name) is the default group.
     pub group: Option<String>,
-}
-
-/// Writes JSON text as the JSON value it holds.
-pub(crate) fn json_text<S: serde::Serializer>(
-    text: &str,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match serde_json::from_str::<&serde_json::value::RawValue>(text) {
-        Ok(raw) => raw.serialize(serializer),
-        Err(_) => serializer.serialize_str(text),
-    }
 }
 
 /// The wait before attempt `failed + 1`, after `failed` failed attempts:

@@ -349,7 +349,7 @@ pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
 }
 
 /// Deletes dead letter `id` for good. Returns whether there was one.
-pub(crate) fn drop_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+pub(crate) fn discard(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     Ok(conn
         .prepare("DELETE FROM main._burrow_dead_letter WHERE id = ?")?
         .execute([id])?
