@@ -9,7 +9,7 @@
 //! worker that other tasks wait for only until its first progress tick: a
 //! few thousand VM steps, and at most one call of a built-in function,
 //! which is linear in values of at most `SQLITE_LIMIT_LENGTH` bytes or
-//! watches the deadline (`storage/functions.rs`). Short statements, the
+//! watches the deadline (`storage/functions/`). Short statements, the
 //! common case, pay for no hand-off.
 
 use tokio::runtime::{Handle, RuntimeFlavor};

@@ -9,24 +9,28 @@
 //!
 //! # Layout
 //!
-//! - [`host`]: the public API ([`Host`]): start, call, create, destroy, inspect.
-//! - `directory` and `cell`: live instances, one call at a time each; the
-//!   transaction around every call into a guest.
-//! - `definition`, `engine`, `cache`: components loaded once, pre-instantiated,
-//!   compiled once and cached on disk.
-//! - `capability/*`: the host side of each WIT interface (`state`, `db`, `log`,
-//!   `schedule`, `actors`, `events`, `queue`, `workflow`), and WASI's clocks
-//!   and random guarded for workflows.
-//! - `connections`: client connections and the events published to them.
-//! - `queue/*`: the durable queue: sending (and waiting), the pump that
-//!   processes an instance's events, waiting senders.
-//! - [`workflow`]: durable workflows: the driver that runs each instance's
-//!   workflow until it finishes, and the view of its history.
-//! - `storage/*`: the data directory, instance databases, their SQL sandbox,
-//!   the queue's and the workflow's tables, and the index `host.sqlite`.
-//! - [`manifest`], [`config`]: `burrow.toml` and the limits.
-//! - [`http`] and [`client`]: the HTTP API and a client for it.
-//! - [`cli`]: the `burrow` command; [`bench`]: the benchmark workloads.
+//! Layers, bottom up; a module uses only what stands below it (checked by
+//! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
+//!
+//! - leaves: `address`, [`config`], `error`, `deadline`, `watchdog`,
+//!   `blocking`, `bindings`, `engine`, `cache`;
+//! - data: `storage/*` (the instance store, the index of marks, instance
+//!   databases, their tables and SQL sandbox), `inspect` (read-only
+//!   views), `connections` (client connections and their events),
+//!   `presence` (leases of background work), [`manifest`];
+//! - the instance: `instance/*`, the store's data, modes, guest output and
+//!   the commit stage every transaction ends in;
+//! - capabilities: `capability/*`, the host side of each WIT interface, and
+//!   `definition`, components loaded and pre-instantiated;
+//! - cells: `cell/*`, an awake instance and the transaction around every
+//!   call into it, and `directory`, live instances, one call at a time each;
+//! - the runtime core: `runtime/*`, running an operation in a cell, making
+//!   room, the reaper, conflict retries;
+//! - background work: `background/*`, queue pumps, workflow drivers,
+//!   schedule runs, waiting senders, the timer;
+//! - the public host: [`host`] ([`Host`]), with [`queue`] and [`workflow`]
+//!   naming what its API shows;
+//! - front ends: [`http`], [`client`], [`cli`], [`bench`], `fuzzing`.
 //!
 //! # Example
 //!
