@@ -1,0 +1,161 @@
+//! The pump of one instance's queue: picks due events by the instance's
+//! policy, runs `process` for each (up to the policy's concurrency per
+//! group), records failures, answers waiting senders, and ends when the
+//! queue has nothing due, leaving the queue mark for the next time.
+//!
+//! # Concurrent processing
+//!
+//! One wasm instance runs one call at a time, so concurrent `process`
+//! calls run in separate wasm instances of the same actor instance: the
+//! awake instance (the one actions use) takes one event at a time, and
+//! *workers* (more wasm instances, each with its own connection to the
+//! instance's database, started with `migrate` and `wake`) take the rest.
+//!
+//! Every call runs in its own SQLite transaction. SQLite (in WAL mode)
+//! lets them read and compute at the same time but lets one write at a
+//! time, and refuses to let a transaction write once another transaction
+//! has committed since it began reading (`SQLITE_BUSY_SNAPSHOT`). Such a
+//! call is rolled back whole and run again from the start, against the
+//! new data. So concurrent calls of one instance are serializable: no
+//! update is lost, and a call either commits all of its effects or none.
+//! A guest cannot catch the refusal: the import traps.
+
+mod pick;
+mod process;
+mod run;
+mod timing;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use super::Background;
+use crate::address::Address;
+use crate::cell::Cell;
+use crate::definition::ActorDefinition;
+use crate::error::Error;
+use crate::presence::Lease;
+use process::Done;
+
+static NEXT_PUMP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The host's handle on a running pump.
+pub(crate) struct Pump {
+    id: u64,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Shared {
+    kicked: AtomicBool,
+    wake: Notify,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Pump {
+    /// Starts the pump of `address`; it holds `lease` until it ends.
+    pub(crate) fn start(
+        work: Arc<Background>,
+        def: Arc<ActorDefinition>,
+        address: Address,
+        lease: Lease,
+    ) -> Pump {
+        let id = NEXT_PUMP_ID.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(Shared::default());
+        let (stop, stopped) = watch::channel(false);
+        let run = Run {
+            id,
+            work,
+            def,
+            address,
+            shared: shared.clone(),
+            tasks: JoinSet::new(),
+            in_flight: HashMap::new(),
+            main_busy: false,
+            workers: Vec::new(),
+            reader: None,
+            _lease: lease,
+        };
+        let task = tokio::spawn(run.run(stopped));
+        Pump {
+            id,
+            shared,
+            stop,
+            task,
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// New work may have come: look again.
+    pub(crate) fn kick(&self) {
+        self.shared.kicked.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_one();
+    }
+
+    pub(crate) fn take_kick(&self) -> bool {
+        self.shared.kicked.swap(false, Ordering::SeqCst)
+    }
+
+    /// The last error that kept the pump from picking events (a custom
+    /// selector that failed, say).
+    pub(crate) fn last_error(&self) -> Option<String> {
+        self.shared.last_error.lock().unwrap().clone()
+    }
+
+    /// Stops the pump: calls in flight are dropped (rolled back; their
+    /// events stay pending), workers are dropped, and this returns once
+    /// every connection of the pump is closed.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+struct Run {
+    id: u64,
+    work: Arc<Background>,
+    def: Arc<ActorDefinition>,
+    address: Address,
+    shared: Arc<Shared>,
+    tasks: JoinSet<Done>,
+    /// Events being processed, with their group ("" for the default).
+    in_flight: HashMap<i64, String>,
+    main_busy: bool,
+    /// Idle workers.
+    workers: Vec<Cell>,
+    /// A read-only connection that sees what is committed.
+    reader: Option<Connection>,
+    /// Returned when the pump and every connection of it are gone.
+    _lease: Lease,
+}
+
+impl Run {
+    fn actor(&self) -> &str {
+        &self.address.actor
+    }
+
+    fn key(&self) -> &str {
+        &self.address.key
+    }
+
+    fn reader(&self) -> &Connection {
+        self.reader.as_ref().expect("opened before the loop")
+    }
+
+    fn storage(&self, e: rusqlite::Error) -> Error {
+        Error::storage(self.actor(), self.key(), e.to_string())
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        *self.shared.last_error.lock().unwrap() = error;
+    }
+}
