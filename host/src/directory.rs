@@ -143,10 +143,57 @@ impl Directory {
         self.collect(|s| s.idle_for() >= s.sleep_timeout && s.waiting.load(Ordering::Relaxed) == 0)
     }
 
-    /// Slots other than `except`, least recently used first.
+    /// Slots other than `except`, least recently used first. Each slot's
+    /// last use is read once: calls that end meanwhile touch their slots,
+    /// and a sort that saw a key change would be inconsistent.
     pub(crate) fn eviction_candidates(&self, except: &Address) -> Vec<Arc<Slot>> {
-        let mut candidates = self.collect(|s| s.address != *except);
-        candidates.sort_by_key(|s| s.last_used());
-        candidates
+        let mut candidates: Vec<(u64, Arc<Slot>)> = self
+            .collect(|s| s.address != *except)
+            .into_iter()
+            .map(|s| (s.last_used(), s))
+            .collect();
+        candidates.sort_by_key(|(last_used, _)| *last_used);
+        candidates.into_iter().map(|(_, s)| s).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slots are touched while the candidates are sorted (other instances'
+    /// calls end meanwhile): the sort must see one value per slot, or the
+    /// standard library's sort may panic on the inconsistent order.
+    #[test]
+    fn candidates_sort_while_slots_are_touched() {
+        let directory = Arc::new(Directory::default());
+        let actor: Arc<str> = "a".into();
+        let slots: Vec<_> = (0..40)
+            .map(|n| directory.slot(&actor, &n.to_string(), Duration::from_secs(1)))
+            .collect();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let toucher = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // Values that go up and down, as the clock's do between
+                    // slots touched at different times.
+                    let slot = &slots[n % slots.len()];
+                    slot.last_used_ms
+                        .store((n * 7919 % 1000) as u64, Ordering::Relaxed);
+                    n += 1;
+                }
+            })
+        };
+        let except = Address {
+            actor: actor.clone(),
+            key: "none".into(),
+        };
+        for _ in 0..20_000 {
+            assert_eq!(directory.eviction_candidates(&except).len(), 40);
+        }
+        stop.store(true, Ordering::Relaxed);
+        toucher.join().unwrap();
     }
 }
