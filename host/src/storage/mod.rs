@@ -141,11 +141,10 @@ impl DataDir {
         instance_path(&self.root, actor, key)
     }
 
-    /// Whether the database file of (`actor`, `key`) exists.
+    /// Whether the database file of (`actor`, `key`) exists: one `stat`
+    /// (every wake asks).
     pub(crate) fn instance_exists(&self, actor: &str, key: &str) -> bool {
-        self.dir
-            .try_exists(relative_instance_path(actor, key))
-            .unwrap_or(false)
+        self.instance_path(actor, key).exists()
     }
 
     /// Deletes the database of (`actor`, `key`) with its WAL and
