@@ -30,6 +30,23 @@ async fn log(host: &Host, key: &str) -> Vec<Value> {
         .clone()
 }
 
+/// A new connection (which reads the WAL by its name) sees the one row
+/// the new instance committed to `healed`.
+fn a_new_connection_sees_the_heal(host: &Host, key: &str, round: usize) {
+    let inspection = host
+        .inspect(ACTOR, key)
+        .unwrap_or_else(|e| panic!("round {round}: {e}"));
+    let healed = inspection
+        .tables
+        .iter()
+        .find(|t| t.name == "healed")
+        .expect("the table exists");
+    assert_eq!(
+        healed.total_rows, 1,
+        "round {round}: a new connection misses what the new instance committed"
+    );
+}
+
 /// An instance with `n` dead letters that succeed once requeued.
 async fn dead_letters(host: &Host, key: &str, n: usize) -> Vec<i64> {
     host.create(ACTOR, key, r#"{"concurrency": 4}"#)
@@ -165,19 +182,7 @@ async fn requeues_during_destroy_start_nothing_on_the_old_files() {
         }
         // Time for anything left of the old instance to end.
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        // A new connection reads the WAL by its name.
-        let inspection = host
-            .inspect(ACTOR, &key)
-            .unwrap_or_else(|e| panic!("round {round}: {e}"));
-        let healed = inspection
-            .tables
-            .iter()
-            .find(|t| t.name == "healed")
-            .expect("the table exists");
-        assert_eq!(
-            healed.total_rows, 1,
-            "round {round}: a new connection misses what the new instance committed"
-        );
+        a_new_connection_sees_the_heal(&host, &key, round);
         let view = host.queue(ACTOR, &key).unwrap();
         assert_eq!(view.pending_count, 0, "round {round}: an old event came in");
         assert!(
@@ -232,19 +237,7 @@ async fn an_append_while_destroy_stops_the_pump_starts_nothing() {
         );
         let view = host.queue(ACTOR, &key).unwrap();
         assert_eq!(view.pending_count, 0, "round {round}: an old event came in");
-        // A new connection reads the WAL by its name.
-        let inspection = host
-            .inspect(ACTOR, &key)
-            .unwrap_or_else(|e| panic!("round {round}: {e}"));
-        let healed = inspection
-            .tables
-            .iter()
-            .find(|t| t.name == "healed")
-            .expect("the table exists");
-        assert_eq!(
-            healed.total_rows, 1,
-            "round {round}: a new connection misses what the new instance committed"
-        );
+        a_new_connection_sees_the_heal(&host, &key, round);
         host = restart(host, &actors).await;
         assert_eq!(
             call(&host, ACTOR, &key, "rows", r#"["healed"]"#).await,
