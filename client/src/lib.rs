@@ -31,14 +31,16 @@ mod instance;
 mod subscription;
 mod wire;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 pub use instance::Instance;
 pub use subscription::{Event, Subscription};
-pub use wire::{EventResult, SendOptions, SendOutcome};
+pub use wire::{
+    ErrorBody, ErrorDetail, EventResult, Hello, KeyList, Lagged, SendOptions, SendOutcome,
+};
 
 use wire::SendBody;
 
@@ -85,12 +87,18 @@ impl ClientError {
 
     /// An error answer: `{"error": {"code", "message"}}` with `status`.
     fn from_answer(status: u16, text: &str) -> ClientError {
-        let error: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let field = |name: &str| error["error"][name].as_str().map(str::to_owned);
-        ClientError {
-            status: Some(status),
-            code: field("code").unwrap_or_else(|| "http".into()),
-            message: field("message").unwrap_or_else(|| format!("HTTP {status}: {text}")),
+        match serde_json::from_str::<ErrorBody>(text) {
+            Ok(ErrorBody { error }) => ClientError {
+                status: Some(status),
+                code: error.code,
+                message: error.message,
+            },
+            // Not the server's own answer (a proxy's, say).
+            Err(_) => ClientError {
+                status: Some(status),
+                code: "http".into(),
+                message: format!("HTTP {status}: {text}"),
+            },
         }
     }
 }
@@ -153,13 +161,9 @@ impl Client {
 
     /// The keys of `actor`'s instances.
     pub async fn keys(&self, actor: &str) -> Result<Vec<String>, ClientError> {
-        #[derive(Deserialize)]
-        struct Keys {
-            keys: Vec<String>,
-        }
         let url = format!("{}/actors/{}", self.base, encode_segment(actor));
         let (status, text) = self.request(self.http.get(url)).await?;
-        let keys: Keys = decode(Some(status), &text, "the list of keys")?;
+        let keys: KeyList = decode(Some(status), &text, "the list of keys")?;
         Ok(keys.keys)
     }
 

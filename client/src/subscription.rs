@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::{ClientError, decode};
+use crate::{ClientError, Hello, Lagged, decode};
 
 /// How long [`Subscription::close`] (or the end of a subscription the
 /// server closed) waits for the closing handshake to finish.
@@ -40,9 +40,7 @@ enum Frame {
         #[serde(default)]
         payload: Value,
     },
-    Lagged {
-        lagged: u64,
-    },
+    Lagged(Lagged),
 }
 
 impl Event {
@@ -54,7 +52,7 @@ impl Event {
                 name: event,
                 payload,
             },
-            Frame::Lagged { lagged } => Event::Lagged(lagged),
+            Frame::Lagged(Lagged { lagged }) => Event::Lagged(lagged),
         })
     }
 }
@@ -108,10 +106,6 @@ impl Subscription {
                 });
             }
         };
-        #[derive(Deserialize)]
-        struct Hello {
-            connected: u64,
-        }
         let hello: Hello = decode(None, &hello, "the server's first frame")?;
         subscription.id = hello.connected;
         Ok(subscription)

@@ -1,7 +1,10 @@
-//! The wire types of a send, one definition for the server and its
+//! The wire types of the HTTP API, one definition for the server and its
 //! clients: what a send asks for ([`SendOptions`], the request body) and
-//! what it achieved ([`SendOutcome`]). The JSON they write is the HTTP
-//! API's; the host serializes the same types it answers with.
+//! what it achieved ([`SendOutcome`]), an error answer ([`ErrorBody`]),
+//! the list of an actor's keys ([`KeyList`]), and the frames of a
+//! connection that are not events ([`Hello`], [`Lagged`]). The JSON they
+//! write is the HTTP API's; the host serializes the same types it answers
+//! with.
 
 use std::time::Duration;
 
@@ -130,6 +133,44 @@ pub(crate) struct SendBody<'a, P: ?Sized> {
     pub(crate) timeout_ms: Option<u64>,
 }
 
+/// An error answer: `{"error": {"code": ..., "message": ...}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// The error of an [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// The stable error code (`unknown-actor`, `timeout`, ...).
+    pub code: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// The keys of an actor's instances: `{"keys": [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyList {
+    /// The keys, sorted.
+    pub keys: Vec<String>,
+}
+
+/// The first frame of a connection: `{"connected": id}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The connection's id, unique within the server's run.
+    pub connected: u64,
+}
+
+/// The frame that tells a slow client how many events it missed:
+/// `{"lagged": n}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lagged {
+    /// Events dropped for this client.
+    pub lagged: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +247,33 @@ mod tests {
             assert_eq!(decoded.id(), outcome.id());
             assert_eq!(decoded.http_status(), outcome.http_status());
         }
+    }
+
+    #[test]
+    fn the_other_answers_and_frames_write_the_apis_json() {
+        let error = ErrorBody {
+            error: ErrorDetail {
+                code: "unknown-actor".into(),
+                message: "unknown actor `x`".into(),
+            },
+        };
+        let text = r#"{"error":{"code":"unknown-actor","message":"unknown actor `x`"}}"#;
+        assert_eq!(serde_json::to_string(&error).unwrap(), text);
+        assert_eq!(serde_json::from_str::<ErrorBody>(text).unwrap(), error);
+        let keys = KeyList {
+            keys: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            serde_json::to_string(&keys).unwrap(),
+            r#"{"keys":["a","b"]}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Hello { connected: 3 }).unwrap(),
+            r#"{"connected":3}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Lagged { lagged: 7 }).unwrap(),
+            r#"{"lagged":7}"#
+        );
     }
 }

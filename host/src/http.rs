@@ -38,6 +38,7 @@ use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::SendOptions;
+use crate::client::{ErrorBody, ErrorDetail, Hello, KeyList, Lagged};
 use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT};
 use crate::connections::{Connection, Received};
 use crate::error::Error;
@@ -94,7 +95,12 @@ impl From<BytesRejection> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
         (self.status, axum::Json(body)).into_response()
     }
 }
@@ -288,10 +294,10 @@ async fn off_the_workers<T: Send + 'static>(
 async fn list_keys(
     State(host): State<Host>,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<KeyList>> {
     let Path(actor) = path?;
     let keys = host.keys(&actor)?;
-    Ok(axum::Json(json!({ "keys": keys })))
+    Ok(axum::Json(KeyList { keys }))
 }
 
 /// The body of `POST /actors/{actor}/{key}/queue`.
@@ -502,14 +508,15 @@ async fn disconnect(host: &Host, actor: &str, key: &str, connection: Connection)
 async fn serve_connection(mut open: OpenConnection, mut socket: WebSocket) {
     let connection = open.connection();
     let id = connection.id;
-    let hello = json!({ "connected": id }).to_string();
+    let hello = serde_json::to_string(&Hello { connected: id }).expect("a frame serializes");
     if socket.send(Message::Text(hello.into())).await.is_ok() {
         loop {
             tokio::select! {
                 received = connection.next() => {
                     let text = match received {
                         Received::Frame(frame) => frame.to_string(),
-                        Received::Lagged(missed) => json!({ "lagged": missed }).to_string(),
+                        Received::Lagged(missed) => serde_json::to_string(&Lagged { lagged: missed })
+                            .expect("a frame serializes"),
                         Received::Closed => {
                             let _ = socket.send(Message::Close(None)).await;
                             break;
