@@ -80,6 +80,46 @@ impl Mark {
         }
     }
 
+    /// The statement that sets the mark of one instance.
+    fn update_sql(self) -> &'static str {
+        macro_rules! update {
+            ($column:literal) => {
+                concat!(
+                    "UPDATE instances SET ",
+                    $column,
+                    " = ? WHERE actor = ? AND key = ?"
+                )
+            };
+        }
+        match self {
+            Mark::Queue => update!("queue_due_at"),
+            Mark::Workflow => update!("workflow_due_at"),
+            Mark::Schedule => update!("schedule_due_at"),
+        }
+    }
+
+    /// The query of instances whose mark is due, earliest first.
+    fn due_sql(self) -> &'static str {
+        macro_rules! due {
+            ($column:literal) => {
+                concat!(
+                    "SELECT actor, key FROM instances WHERE ",
+                    $column,
+                    " IS NOT NULL AND ",
+                    $column,
+                    " <= ? AND actor IN (SELECT value FROM json_each(?)) ORDER BY ",
+                    $column,
+                    " LIMIT ?"
+                )
+            };
+        }
+        match self {
+            Mark::Queue => due!("queue_due_at"),
+            Mark::Workflow => due!("workflow_due_at"),
+            Mark::Schedule => due!("schedule_due_at"),
+        }
+    }
+
     /// The mark's name in logs.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -204,11 +244,8 @@ impl Index {
             Ok(at) => at,
             Err(e) => return Ok(Err(e)),
         };
-        let column = mark.column();
-        conn.prepare_cached(&format!(
-            "UPDATE instances SET {column} = ? WHERE actor = ? AND key = ?"
-        ))?
-        .execute(params![at, actor, key])?;
+        conn.prepare_cached(mark.update_sql())?
+            .execute(params![at, actor, key])?;
         Ok(Ok(at))
     }
 
@@ -252,15 +289,9 @@ impl Index {
         actors: &[String],
         limit: usize,
     ) -> rusqlite::Result<Vec<(String, String)>> {
-        let column = mark.column();
         let actors = serde_json::to_string(actors).expect("names serialize");
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT actor, key FROM instances
-             WHERE {column} IS NOT NULL AND {column} <= ?
-                 AND actor IN (SELECT value FROM json_each(?))
-             ORDER BY {column} LIMIT ?"
-        ))?;
+        let mut stmt = conn.prepare_cached(mark.due_sql())?;
         stmt.query_map(params![now, actors, limit as i64], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?
