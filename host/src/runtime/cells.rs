@@ -14,6 +14,9 @@ use crate::error::Error;
 use super::Core;
 
 impl Core {
+    /// Starts a cell for `address`, opening its database (creating it as
+    /// `origin` allows); a failed creation leaves no files behind. Queue
+    /// workers start their own cells this way, outside the directory.
     pub(crate) async fn start_cell(
         &self,
         def: &ActorDefinition,
