@@ -86,7 +86,7 @@ pub(crate) struct Home<'a> {
     /// Where its broadcast events go.
     pub(crate) hub: Arc<Hub>,
     /// Calls and sends to other instances.
-    pub(crate) outside: Arc<dyn OtherActors>,
+    pub(crate) outside: Option<Arc<dyn OtherActors>>,
 }
 
 pub(crate) struct Cell {
@@ -151,7 +151,7 @@ impl Cell {
         };
         state.call_timeout = def.options.call_timeout;
         state.commit_stage = CommitStage::new(index.clone(), hub);
-        state.outside = Some(outside);
+        state.outside = outside;
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {

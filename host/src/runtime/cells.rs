@@ -86,15 +86,18 @@ impl Core {
             {
                 tracing::warn!(actor, key, error = %format!("{e:#}"), "the new instance is not recorded");
             }
-            if cell.take_queue_grew() {
-                if cell.is_workflow() {
-                    self.wakeups().drive_workflow(address.clone());
-                } else {
-                    self.wakeups().kick_queue(&def, address);
+            let queue_grew = cell.take_queue_grew();
+            let workflow_started = cell.take_workflow_started();
+            if (queue_grew || workflow_started)
+                && let Some(wakeups) = self.wakeups()
+            {
+                // A workflow's queue feeds its queue waits: its driver runs.
+                if queue_grew && !cell.is_workflow() {
+                    wakeups.kick_queue(&def, address);
                 }
-            }
-            if cell.take_workflow_started() {
-                self.wakeups().drive_workflow(address.clone());
+                if workflow_started || (queue_grew && cell.is_workflow()) {
+                    wakeups.drive_workflow(address.clone());
+                }
             }
             if cell.is_broken() {
                 let failed_creation = cell.creation_failed();

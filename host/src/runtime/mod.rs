@@ -30,7 +30,7 @@ use crate::directory::Directory;
 use crate::engine::{self, EpochTicker};
 use crate::error::Error;
 use crate::instance::InstanceState;
-use crate::instance::outside::{OtherActors, Pending};
+use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
 use crate::presence::Presence;
 use crate::storage::store::InstanceStore;
@@ -72,40 +72,6 @@ struct Above {
     outside: Arc<dyn OtherActors>,
 }
 
-/// The layers above while they are not there (yet, or any more): no
-/// wake-ups, and guest calls to other instances fail as at shutdown.
-struct Detached;
-
-impl Wakeups for Detached {
-    fn kick_queue(&self, _: &Arc<ActorDefinition>, _: &Address) {}
-    fn drive_workflow(&self, _: Address) {}
-}
-
-impl OtherActors for Detached {
-    fn call<'a>(
-        &'a self,
-        _: Vec<Address>,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-    ) -> Pending<'a, String> {
-        Box::pin(async { Err(Error::ShuttingDown) })
-    }
-
-    fn send<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-        _: i32,
-        _: Option<String>,
-    ) -> Pending<'a, i64> {
-        Box::pin(async { Err(Error::ShuttingDown) })
-    }
-}
-
 impl Core {
     /// Opens the data directory, loads every actor and starts the reaper.
     pub(crate) async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Arc<Core>> {
@@ -140,18 +106,17 @@ impl Core {
         assert!(set.is_ok(), "the layers above connect once");
     }
 
-    fn wakeups(&self) -> Arc<dyn Wakeups> {
-        self.above
-            .get()
-            .and_then(|above| above.wakeups.upgrade())
-            .unwrap_or_else(|| Arc::new(Detached))
+    /// Background work, while it is there (not before the layers above
+    /// connect, nor after they are gone).
+    fn wakeups(&self) -> Option<Arc<dyn Wakeups>> {
+        self.above.get()?.wakeups.upgrade()
     }
 
-    fn outside(&self) -> Arc<dyn OtherActors> {
-        match self.above.get() {
-            Some(above) => above.outside.clone(),
-            None => Arc::new(Detached),
-        }
+    /// What guest calls to other instances go through (`None` before the
+    /// layers above connect: such a call hears that the host is not
+    /// running).
+    fn outside(&self) -> Option<Arc<dyn OtherActors>> {
+        Some(self.above.get()?.outside.clone())
     }
 
     /// Names of the defined actors, sorted.
