@@ -49,6 +49,15 @@ pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 pub const DEFAULT_MAX_AWAKE: usize = 1000;
 /// Calls that may wait for one busy instance before callers get `overloaded`.
 pub const MAX_QUEUED_CALLS_PER_INSTANCE: usize = 1024;
+/// The most waiting calls of one instance run back to back in one
+/// transaction, committed once (see `cell/batch.rs`).
+pub const MAX_BATCH_CALLS: usize = 128;
+/// A batch takes no further call once its calls' arguments reach this
+/// many bytes.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+/// A batch takes no further call once it has run this long: the replies
+/// of its first calls wait for its commit.
+pub const MAX_BATCH_TIME: Duration = Duration::from_millis(5);
 /// Default of the most pending events one instance's queue may hold.
 pub const DEFAULT_QUEUE_MAX_PENDING: u64 = 100_000;
 /// Default of the largest event payload (JSON text) a queue accepts.

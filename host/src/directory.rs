@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::address::Address;
-use crate::cell::Cell;
+use crate::cell::{Cell, PendingCalls};
 use crate::config::MAX_QUEUED_CALLS_PER_INSTANCE;
 use crate::error::Error;
 
@@ -27,6 +27,9 @@ pub(crate) enum SlotState {
 pub(crate) struct Slot {
     pub(crate) address: Address,
     pub(crate) state: AsyncMutex<SlotState>,
+    /// Action calls waiting for the slot: whoever holds it runs them in
+    /// batches (see `cell/batch.rs`).
+    pub(crate) pending_calls: PendingCalls,
     last_used_ms: AtomicU64,
     waiting: AtomicUsize,
     pub(crate) sleep_timeout: Duration,
@@ -105,6 +108,7 @@ impl Directory {
             state: AsyncMutex::new(SlotState::Asleep),
             last_used_ms: AtomicU64::new(clock_ms()),
             waiting: AtomicUsize::new(0),
+            pending_calls: PendingCalls::default(),
             sleep_timeout,
         });
         keys.insert(address.key, slot.clone());

@@ -5,7 +5,7 @@
 /// Every variant names the actor (and key, where there is one) and says
 /// what the caller can do. [`Error::code`] is the stable machine-readable
 /// code used by the HTTP API and `--json` output.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// No actor of this name is defined in the manifest.
     #[error("unknown actor `{0}`: it is not defined in the manifest")]

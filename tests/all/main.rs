@@ -5,6 +5,7 @@
 
 mod support;
 
+mod batches;
 mod calls;
 mod cli;
 mod client;

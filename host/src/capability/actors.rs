@@ -90,6 +90,7 @@ impl Host for InstanceState {
             )));
         };
         let (budget, timed_out) = self.wait_budget("actors.call", &actor, &key);
+        self.effects.reached_outside = true;
         let call = outside.call(chain, &actor, &key, &action, &args);
         Ok(match tokio::time::timeout(budget, call).await {
             Ok(Ok(result)) => Ok(result),
@@ -115,6 +116,7 @@ impl Host for InstanceState {
             )));
         };
         let (budget, timed_out) = self.wait_budget("actors.send", &actor, &key);
+        self.effects.reached_outside = true;
         let send = outside.send(
             &actor,
             &key,

@@ -12,11 +12,13 @@
 //! together): a failed first call leaves no half-created instance behind,
 //! and a wake costs one commit, not two.
 
+mod batch;
 mod calls;
 mod queue;
 mod transaction;
 mod workflow;
 
+pub(crate) use batch::{CallJob, PendingCalls};
 use calls::trap_error;
 pub(crate) use queue::process_during;
 pub(crate) use workflow::RunEnd;
@@ -30,7 +32,6 @@ use wasmtime::{Engine, Store, StoreLimitsBuilder, UpdateDeadline};
 use crate::address::Address;
 use crate::bindings::Exports;
 use crate::config::{MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
-use crate::connections::Hub;
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
@@ -83,8 +84,8 @@ pub(crate) enum Origin<'a> {
 pub(crate) struct Home<'a> {
     pub(crate) address: Address,
     pub(crate) store: &'a InstanceStore,
-    /// Where its broadcast events go.
-    pub(crate) hub: Arc<Hub>,
+    /// Where its transactions end.
+    pub(crate) commit_stage: CommitStage,
     /// Calls and sends to other instances.
     pub(crate) outside: Option<Arc<dyn OtherActors>>,
 }
@@ -124,7 +125,7 @@ impl Cell {
         let Home {
             address: name,
             store,
-            hub,
+            commit_stage,
             outside,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
@@ -150,7 +151,7 @@ impl Cell {
             max_payload: def.options.queue_max_payload,
         };
         state.call_timeout = def.options.call_timeout;
-        state.commit_stage = CommitStage::new(index.clone(), hub);
+        state.commit_stage = commit_stage;
         state.outside = outside;
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);

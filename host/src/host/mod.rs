@@ -68,6 +68,12 @@ impl Host {
         self.core.awake_count()
     }
 
+    /// Transactions of instances committed since the host started: calls
+    /// coalesced into one batch count once.
+    pub fn commits(&self) -> u64 {
+        self.core.commit_stage.commits()
+    }
+
     /// Calls `action` on the instance (`actor`, `key`) with `args`, a JSON
     /// array, and returns the JSON result. The first call creates the
     /// instance (with a `null` create input).
@@ -104,9 +110,7 @@ impl Host {
         }
         ConflictRetry::run(self.core.call_timeout(actor), || {
             self.core
-                .with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
-                    cell.action(action, args, &chain).await
-                })
+                .call_action(actor, key, action, args, chain.clone())
         })
         .await
     }

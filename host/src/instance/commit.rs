@@ -16,6 +16,7 @@
 //! shipping a commit before it is acknowledged) belongs here.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::address::Address;
 use crate::connections::{Hub, PendingEvent};
@@ -32,6 +33,22 @@ pub(crate) struct Effects {
     pub(crate) scheduled: Option<i64>,
     /// Events it broadcast, published once it commits.
     pub(crate) events: Vec<PendingEvent>,
+    /// It called or sent to another instance, which no rollback undoes: a
+    /// batch of calls ends with it (see `cell/batch.rs`).
+    pub(crate) reached_outside: bool,
+}
+
+impl Effects {
+    /// Adds the effects of a later call of the same transaction.
+    pub(crate) fn absorb(&mut self, later: Effects) {
+        self.appended |= later.appended;
+        self.scheduled = match (self.scheduled, later.scheduled) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.events.extend(later.events);
+        self.reached_outside |= later.reached_outside;
+    }
 }
 
 /// What a commit released, for the caller to act on.
@@ -49,6 +66,8 @@ pub(crate) struct CommitStage {
     index: Option<Arc<Index>>,
     /// Where broadcast events go (`None` in unit tests).
     hub: Option<Arc<Hub>>,
+    /// Transactions committed through this stage and its clones.
+    commits: Arc<AtomicU64>,
 }
 
 impl CommitStage {
@@ -56,7 +75,14 @@ impl CommitStage {
         CommitStage {
             index: Some(index),
             hub: Some(hub),
+            commits: Arc::default(),
         }
+    }
+
+    /// Transactions committed through this stage and its clones (a batch
+    /// of coalesced calls is one).
+    pub(crate) fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Commits the open transaction of `db`, the database of `address`,
@@ -71,6 +97,7 @@ impl CommitStage {
             appended,
             scheduled,
             events,
+            reached_outside: _,
         } = effects;
         match &self.index {
             Some(index) if appended || scheduled.is_some() => index.lower_marks_around(
@@ -82,6 +109,7 @@ impl CommitStage {
             )??,
             _ => db.commit()?,
         }
+        self.commits.fetch_add(1, Ordering::Relaxed);
         if !events.is_empty()
             && let Some(hub) = &self.hub
         {

@@ -6,9 +6,9 @@
 //! work, goes through [`Core::with_cell`]: one at a time per instance.
 
 use crate::address::Address;
-use crate::cell::{AwakeToken, Cell, Home, Origin};
+use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
 use crate::definition::ActorDefinition;
-use crate::directory::{QueuePlace, SlotState};
+use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
 
 use super::Core;
@@ -33,7 +33,7 @@ impl Core {
         let home = Home {
             address: address.clone(),
             store: &self.store,
-            hub: self.hub.clone(),
+            commit_stage: self.commit_stage.clone(),
             outside: self.outside(),
         };
         let result = Cell::start(&self.engine, def, home, origin, token).await;
@@ -53,6 +53,64 @@ impl Core {
         origin: Origin<'_>,
         op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
     ) -> Result<T, Error> {
+        let op = async |cell: &mut Cell, _: &Slot| op(cell).await;
+        self.with_cell_unless(actor, key, origin, |_| {}, || None, op)
+            .await
+    }
+
+    /// Runs the action `action` with `args` on (`actor`, `key`), creating
+    /// the instance with a `null` input if needed, coalesced with the
+    /// other calls waiting for the instance (see `cell/batch.rs`): whoever
+    /// takes the slot runs the waiting calls in batches until its own call
+    /// has its answer.
+    pub(crate) async fn call_action(
+        &self,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+        chain: Vec<Address>,
+    ) -> Result<String, Error> {
+        let job = CallJob::new(action, args, chain);
+        let mut queued = false;
+        loop {
+            self.with_cell_unless(
+                actor,
+                key,
+                Origin::CreateIfMissing("null"),
+                |slot| {
+                    if !std::mem::replace(&mut queued, true) {
+                        slot.pending_calls.push(&job);
+                    }
+                },
+                || job.is_answered().then_some(()),
+                async |cell, slot| {
+                    cell.run_calls(&slot.pending_calls, &job).await;
+                    Ok(())
+                },
+            )
+            .await?;
+            // No answer yet: the wasm instance broke before this call's
+            // turn; it runs on the next one.
+            if let Some(answer) = job.take_answer() {
+                return answer;
+            }
+        }
+    }
+
+    /// [`Core::with_cell`], where the operation is told its slot, and
+    /// `arrive` is told the slot before the operation waits for it. Once
+    /// the slot is taken, `done` may say the operation has nothing left to
+    /// do (another holder of the slot did it) and give its result.
+    async fn with_cell_unless<T>(
+        &self,
+        actor: &str,
+        key: &str,
+        origin: Origin<'_>,
+        mut arrive: impl FnMut(&Slot),
+        done: impl Fn() -> Option<T>,
+        op: impl AsyncFnOnce(&mut Cell, &Slot) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let def = self.resolve(actor, key)?;
         loop {
             let slot = self
@@ -60,7 +118,11 @@ impl Core {
                 .slot(&def.name, key, def.options.sleep_timeout);
             let address = &slot.address;
             let _place = QueuePlace::enter(&slot)?;
+            arrive(&slot);
             let mut state = slot.state.lock().await;
+            if let Some(result) = done() {
+                return Ok(result);
+            }
             match &*state {
                 // Retired by shutdown: no new cell may start after it.
                 SlotState::Retired if self.is_shutting_down() => {
@@ -80,7 +142,7 @@ impl Core {
             let SlotState::Awake(cell) = &mut *state else {
                 unreachable!("the slot was just woken")
             };
-            let result = op(cell).await;
+            let result = op(cell, &slot).await;
             if let Some(created_at) = cell.take_created()
                 && let Err(e) = self.store.created(address, created_at)
             {

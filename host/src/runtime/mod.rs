@@ -30,6 +30,7 @@ use crate::directory::Directory;
 use crate::engine::{self, EpochTicker};
 use crate::error::Error;
 use crate::instance::InstanceState;
+use crate::instance::commit::CommitStage;
 use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
 use crate::presence::Presence;
@@ -59,6 +60,8 @@ pub(crate) struct Core {
     shutting_down: AtomicBool,
     /// Client connections and their events.
     pub(crate) hub: Arc<Hub>,
+    /// Where every instance's transactions end.
+    pub(crate) commit_stage: CommitStage,
     /// The background work on each instance, which destroy waits for.
     pub(crate) presence: Presence,
     /// Set once, by the layers above, right after the core starts.
@@ -83,6 +86,8 @@ impl Core {
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
         let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
         let store = InstanceStore::open(data, config.synchronous, definitions.keys())?;
+        let hub = Arc::new(Hub::default());
+        let commit_stage = CommitStage::new(store.marks().clone(), hub.clone());
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -92,7 +97,8 @@ impl Core {
             directory: Directory::default(),
             awake: Arc::new(AtomicUsize::new(0)),
             shutting_down: AtomicBool::new(false),
-            hub: Arc::new(Hub::default()),
+            hub,
+            commit_stage,
             presence: Presence::default(),
             above: OnceLock::new(),
         });

@@ -19,6 +19,12 @@ use crate::watchdog::Watch;
 /// that sent the same text would skip it. The host's own statements are
 /// therefore prepared with `prepare`, never `prepare_cached`.
 const STATEMENT_CACHE: usize = 64;
+/// The savepoint around one call of a batch. Guest SQL may not name
+/// savepoints `_burrow*` (`sandbox/rules.rs`), so no guest statement can
+/// release it or roll back past it.
+const CALL_SAVEPOINT_BEGIN: &str = "SAVEPOINT _burrow_call";
+const CALL_SAVEPOINT_KEEP: &str = "RELEASE _burrow_call";
+const CALL_SAVEPOINT_UNDO: &str = "ROLLBACK TO _burrow_call; RELEASE _burrow_call";
 /// SQLite virtual-machine steps between checks of the call deadline.
 const PROGRESS_STEPS: i32 = 10_000;
 
@@ -178,6 +184,24 @@ impl InstanceDb {
 
     pub(crate) fn commit(&self) -> rusqlite::Result<()> {
         self.conn.execute_batch("COMMIT")
+    }
+
+    /// Opens the savepoint of one call in a batch (a transaction shared
+    /// by several calls, see `cell/batch.rs`).
+    pub(crate) fn begin_call(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch(CALL_SAVEPOINT_BEGIN)
+    }
+
+    /// Keeps the writes of the call since [`InstanceDb::begin_call`] (and
+    /// ends every savepoint the guest left open inside it).
+    pub(crate) fn keep_call(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch(CALL_SAVEPOINT_KEEP)
+    }
+
+    /// Undoes the writes of the call since [`InstanceDb::begin_call`],
+    /// leaving the rest of the transaction as it was.
+    pub(crate) fn undo_call(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch(CALL_SAVEPOINT_UNDO)
     }
 
     /// Rolls back the open transaction, if there is one.

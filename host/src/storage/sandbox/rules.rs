@@ -141,6 +141,13 @@ pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
             "`{name}` is an internal name of the host; indexes and triggers named `{INTERNAL_PREFIX}*` are off limits"
         ));
     }
+    if let Savepoint { savepoint_name, .. } = *action
+        && is_internal(savepoint_name)
+    {
+        return Some(format!(
+            "`{savepoint_name}` is a savepoint of the host; savepoints named `{INTERNAL_PREFIX}*` are off limits"
+        ));
+    }
     match *action {
         Attach { filename } => Some(format!(
             "ATTACH of `{filename}` is not allowed: an instance reaches only its own database"
@@ -228,6 +235,15 @@ mod tests {
         assert!(denial("DETACH DATABASE main").contains("DETACH"));
         assert!(denial("BEGIN").contains("transaction"));
         assert!(denial("COMMIT").contains("transaction"));
+        // The host's savepoints end calls of a batch: a guest that released
+        // or rolled back to one would reach its neighbours' writes.
+        for sql in [
+            "RELEASE _burrow_call",
+            "ROLLBACK TO _BURROW_call",
+            "SAVEPOINT _burrow_schema_guard",
+        ] {
+            assert!(denial(sql).contains("savepoint of the host"), "{sql}");
+        }
         assert!(denial("PRAGMA synchronous = OFF").contains("PRAGMA synchronous"));
         assert!(denial("PRAGMA journal_mode = DELETE").contains("journal_mode"));
         assert!(denial("PRAGMA writable_schema = ON").contains("writable_schema"));

@@ -80,6 +80,12 @@ fn note_then_fail(text: String) -> Result<()> {
     Err(Error::new("planned", "failed after writing a note"))
 }
 
+/// Records a note, then panics (a trap): nothing is kept.
+fn note_then_trap(text: String) -> Result<()> {
+    note(text)?;
+    panic!("planned trap after writing a note");
+}
+
 fn notes() -> Result<Vec<String>> {
     db::query("SELECT text FROM notes ORDER BY seq", ())?
         .iter()
@@ -201,7 +207,7 @@ burrow_sdk::actor! {
     disconnect: on_disconnect,
     actions: [
         later, later_at, every, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
-        notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
+        note_then_trap, notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
         broadcast_then_fail, connections, fail_with, broadcast_many_padded,
     ],
 }

@@ -1,0 +1,261 @@
+//! Coalesced calls: the action calls waiting for one instance run back to
+//! back in one transaction, each inside its own savepoint, and commit
+//! once.
+//!
+//! A call that fails or traps rolls back to its savepoint and fails alone;
+//! its neighbours' writes stay. Only the commit releases the replies of
+//! the calls that succeeded, with their broadcast events, queue wake-ups
+//! and schedule marks (the commit stage acts on the batch's effects, which
+//! hold the succeeded calls' effects only). A failed call is answered at
+//! once: nothing of it is kept, so nothing of it waits for a commit.
+//!
+//! A batch is bounded ([`MAX_BATCH_CALLS`], [`MAX_BATCH_BYTES`],
+//! [`MAX_BATCH_TIME`]) and takes only calls already waiting: a call that
+//! finds the instance idle runs alone, as a batch of one. It ends early
+//! after a call that reached another instance (that call's effects
+//! elsewhere are not undone by a rollback here, so no later call may
+//! lose it its commit), and after a trap (the wasm instance is replaced;
+//! the calls not yet run wait for the new one). When SQLite rolls the
+//! whole transaction back by itself (a full disk, say), the call that
+//! caused it fails and the earlier calls of the batch, none of which
+//! reached outside, run again in the next batch.
+//!
+//! The first operation after a start runs alone, in the start's
+//! transaction: a failed first call still rolls its instance's creation
+//! back.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use crate::address::Address;
+use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
+use crate::error::Error;
+
+use super::{Cell, storage_error};
+
+/// One action call waiting for its instance, and its answer once it has
+/// one.
+pub(crate) struct CallJob {
+    action: String,
+    args: String,
+    /// The instances waiting on this call (empty for a call from outside).
+    chain: Vec<Address>,
+    answer: Mutex<Option<Result<String, Error>>>,
+    /// Taken into a batch; with no answer and no batch running, that batch
+    /// was dropped mid-way and the call must be queued again.
+    taken: AtomicBool,
+}
+
+impl CallJob {
+    pub(crate) fn new(action: &str, args: &str, chain: Vec<Address>) -> Arc<CallJob> {
+        Arc::new(CallJob {
+            action: action.into(),
+            args: args.into(),
+            chain,
+            answer: Mutex::new(None),
+            taken: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn is_answered(&self) -> bool {
+        self.answer.lock().expect("not poisoned").is_some()
+    }
+
+    pub(crate) fn take_answer(&self) -> Option<Result<String, Error>> {
+        self.answer.lock().expect("not poisoned").take()
+    }
+
+    fn answer(&self, answer: Result<String, Error>) {
+        *self.answer.lock().expect("not poisoned") = Some(answer);
+    }
+}
+
+/// The calls waiting for one instance, oldest first. A call whose caller
+/// went away (its [`CallJob`] dropped) is skipped.
+#[derive(Default)]
+pub(crate) struct PendingCalls(Mutex<VecDeque<Weak<CallJob>>>);
+
+impl PendingCalls {
+    /// Queues `job`, behind the calls waiting already; a job is queued
+    /// once (a batch that cannot find it queues it again itself).
+    pub(crate) fn push(&self, job: &Arc<CallJob>) {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .push_back(Arc::downgrade(job));
+    }
+
+    /// Queues `jobs` again, in their order, ahead of the calls waiting.
+    fn push_front(&self, jobs: Vec<Arc<CallJob>>) {
+        let mut queue = self.0.lock().expect("not poisoned");
+        for job in jobs.into_iter().rev() {
+            job.taken.store(false, Ordering::Relaxed);
+            queue.push_front(Arc::downgrade(&job));
+        }
+    }
+
+    /// The oldest waiting call whose caller is still there. A call is
+    /// never run twice: one taken or answered already is passed over.
+    fn take(&self) -> Option<Arc<CallJob>> {
+        let mut queue = self.0.lock().expect("not poisoned");
+        while let Some(weak) = queue.pop_front() {
+            if let Some(job) = weak.upgrade()
+                && !job.taken.swap(true, Ordering::Relaxed)
+                && !job.is_answered()
+            {
+                return Some(job);
+            }
+        }
+        None
+    }
+}
+
+impl Cell {
+    /// Runs batches of the calls in `pending` until `mine` has its answer
+    /// or the wasm instance broke (the caller then replaces it and comes
+    /// back). The caller holds the instance's slot.
+    pub(crate) async fn run_calls(&mut self, pending: &PendingCalls, mine: &Arc<CallJob>) {
+        if mine.taken.load(Ordering::Relaxed) && !mine.is_answered() {
+            // Taken by a batch whose caller went away mid-way (its
+            // transaction was rolled back): queue it again.
+            pending.push_front(vec![mine.clone()]);
+        }
+        while !mine.is_answered() && !self.is_broken() {
+            let ran = if self.starting.is_some() {
+                self.run_first_call(pending).await
+            } else {
+                self.run_batch(pending).await
+            };
+            if !ran && !mine.is_answered() {
+                // Not in the queue, not answered: nothing else can answer it.
+                pending.push_front(vec![mine.clone()]);
+            }
+        }
+    }
+
+    /// Runs the oldest waiting call alone, in the start's transaction.
+    async fn run_first_call(&mut self, pending: &PendingCalls) -> bool {
+        let Some(job) = pending.take() else {
+            return false;
+        };
+        let answer = self.action(&job.action, &job.args, &job.chain).await;
+        job.answer(answer);
+        true
+    }
+
+    /// Runs one batch of waiting calls in one transaction; returns whether
+    /// there was a call to run.
+    async fn run_batch(&mut self, pending: &PendingCalls) -> bool {
+        let Some(first) = pending.take() else {
+            return false;
+        };
+        if let Err(e) = self.begin() {
+            first.answer(Err(e));
+            return true;
+        }
+        let begun = Instant::now();
+        let mut bytes = 0;
+        let mut count = 0;
+        // Calls that succeeded, waiting for the commit.
+        let mut succeeded: Vec<(Arc<CallJob>, String)> = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            count += 1;
+            bytes += job.args.len();
+            match self.batched_call(&job).await {
+                BatchedCall::Succeeded(result) => succeeded.push((job, result)),
+                BatchedCall::Failed(e) => job.answer(Err(e)),
+                BatchedCall::LostTransaction(e) => {
+                    // Everything before it is gone with the transaction.
+                    job.answer(Err(e));
+                    self.db().rollback();
+                    self.store.data_mut().discard_effects();
+                    pending.push_front(succeeded.into_iter().map(|(job, _)| job).collect());
+                    return true;
+                }
+            }
+            let full = count >= MAX_BATCH_CALLS
+                || bytes >= MAX_BATCH_BYTES
+                || begun.elapsed() >= MAX_BATCH_TIME;
+            if full || self.is_broken() || self.store.data().effects.reached_outside {
+                break;
+            }
+            next = pending.take();
+        }
+        if succeeded.is_empty() {
+            // Every call failed: nothing to commit.
+            self.db().rollback();
+            self.store.data_mut().discard_effects();
+            return true;
+        }
+        match self.finish(Ok(())) {
+            Ok(()) => {
+                for (job, result) in succeeded {
+                    job.answer(Ok(result));
+                }
+            }
+            Err(e) => {
+                for (job, _) in succeeded {
+                    job.answer(Err(e.clone()));
+                }
+            }
+        }
+        true
+    }
+
+    /// Runs one call of a batch inside its own savepoint.
+    async fn batched_call(&mut self, job: &CallJob) -> BatchedCall {
+        let name = self.name().clone();
+        if let Err(e) = self.db().begin_call() {
+            return BatchedCall::Failed(storage_error(&name, e));
+        }
+        let state = self.store.data_mut();
+        let before = std::mem::take(&mut state.effects);
+        state.chain.clone_from(&job.chain);
+        let result = self.run_action(&job.action, &job.args).await;
+        let state = self.store.data_mut();
+        state.chain.clear();
+        let own = std::mem::replace(&mut state.effects, before);
+        if let Some(cause) = state.transaction_lost.take() {
+            let error = match result {
+                Err(e) => e,
+                Ok(_) => Error::Failed {
+                    actor: name.actor.to_string(),
+                    key: name.key.to_string(),
+                    during: "the call".into(),
+                    code: "transaction-rolled-back".into(),
+                    message: format!(
+                        "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
+                    ),
+                },
+            };
+            return BatchedCall::LostTransaction(error);
+        }
+        match result {
+            Ok(result) => match self.db().keep_call() {
+                Ok(()) => {
+                    self.store.data_mut().effects.absorb(own);
+                    BatchedCall::Succeeded(result)
+                }
+                Err(e) => BatchedCall::LostTransaction(storage_error(&name, e)),
+            },
+            Err(e) => match self.db().undo_call() {
+                Ok(()) => BatchedCall::Failed(e),
+                Err(_) => BatchedCall::LostTransaction(e),
+            },
+        }
+    }
+}
+
+/// How one call of a batch ended.
+enum BatchedCall {
+    /// Its writes stand, waiting for the batch's commit.
+    Succeeded(String),
+    /// Rolled back to its savepoint; the batch goes on.
+    Failed(Error),
+    /// The whole transaction is gone (SQLite rolled it back, or its
+    /// savepoint could not be ended): the batch ends without a commit.
+    LostTransaction(Error),
+}
