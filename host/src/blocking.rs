@@ -25,3 +25,15 @@ pub(crate) fn hand_off_worker() {
         tokio::task::block_in_place(|| {});
     }
 }
+
+/// Runs `work`, which waits for the disk, with the worker's other tasks
+/// moved to another thread first (on a worker of a multi-thread runtime;
+/// elsewhere it just runs).
+pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}

@@ -157,6 +157,53 @@ fn serve_call_restart_and_call_again() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 }
 
+/// Many callers on one instance, so that their calls commit in batches;
+/// the server is killed mid-way, three times.
+#[test]
+fn kill_9_during_coalesced_calls_loses_no_acknowledged_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut server = Serve::start(&manifest);
+    let (mut acknowledged, mut unanswered) = (0, 0);
+    for round in 0..3 {
+        let client = burrow::client::Client::new(&server.url);
+        let callers: Vec<_> = (0..16)
+            .map(|_| {
+                let counter = client.actor("counter", "hot");
+                runtime.spawn(async move {
+                    let mut acked = 0;
+                    // Until the kill cuts the call off.
+                    while counter.call::<_, i64>("increment", &(1,)).await.is_ok() {
+                        acked += 1;
+                    }
+                    acked
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(400 + 150 * round));
+        server = server.kill_9_and_restart(&manifest);
+        for caller in callers {
+            acknowledged += runtime.block_on(caller).unwrap();
+            // Each caller had one call in flight, which may have committed.
+            unanswered += 1;
+        }
+        let client = burrow::client::Client::new(&server.url);
+        let value: i64 = runtime
+            .block_on(client.actor("counter", "hot").call("get", &()))
+            .unwrap();
+        assert!(
+            (acknowledged..=acknowledged + unanswered).contains(&value),
+            "round {round}: {acknowledged} increments acknowledged, \
+             {unanswered} cut off, the counter is {value}"
+        );
+        // What the cut-off calls did is known now.
+        (acknowledged, unanswered) = (value, 0);
+    }
+    assert!(acknowledged > 100, "too few calls ran: {acknowledged}");
+    server.stop();
+}
+
 #[test]
 fn bad_input_gets_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();

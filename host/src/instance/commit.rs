@@ -99,16 +99,18 @@ impl CommitStage {
             events,
             reached_outside: _,
         } = effects;
-        match &self.index {
+        // The commit waits for the disk: not on a worker other instances'
+        // calls need.
+        crate::blocking::off_worker(|| match &self.index {
             Some(index) if appended || scheduled.is_some() => index.lower_marks_around(
                 &address.actor,
                 &address.key,
                 appended.then_some(now_ms()),
                 scheduled,
                 || db.commit(),
-            )??,
-            _ => db.commit()?,
-        }
+            ),
+            _ => Ok(db.commit()),
+        })??;
         self.commits.fetch_add(1, Ordering::Relaxed);
         if !events.is_empty()
             && let Some(hub) = &self.hub
