@@ -632,3 +632,39 @@ async fn a_failed_wake_is_not_an_attempt_of_the_event() {
     assert_eq!(attempts, [json!(2)]);
     host.shutdown().await;
 }
+
+/// Events due together are processed in runs, each run one commit; an
+/// event that traps in a run fails alone: the events before it in the run
+/// stay processed, and each event is processed once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_of_events_commits_together_and_a_trap_in_it_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[queue_probe()]).await;
+    create(&host, "run", json!({"mode": "fifo"})).await;
+    let mut events: Vec<Value> = (0..12).map(|_| json!({"type": "ok"})).collect();
+    // Traps at its first attempt, succeeds at its second.
+    events[4] = json!({"type": "trap", "payload": {"until": 2}});
+    let commits = host.commits();
+    let ids = enqueue(&host, "run", json!(events)).await;
+    let log = log_of(&host, "run", 12).await;
+    let processed: Vec<(i64, i64)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["event_id"].as_i64().unwrap(),
+                e["attempt"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(i64, i64)> = ids
+        .iter()
+        .map(|&id| (id, if id == ids[4] { 2 } else { 1 }))
+        .collect();
+    assert_eq!(processed, expected);
+    let queue = host.queue(ACTOR, "run").unwrap();
+    assert_eq!((queue.pending_count, queue.dead_letters.len()), (0, 0));
+    // The append, the trap's record and a few runs: fewer commits than
+    // events.
+    let used = host.commits() - commits;
+    assert!(used < 12, "{used} commits for 12 events: no run");
+}

@@ -165,9 +165,9 @@ impl Cell {
             count += 1;
             bytes += job.args.len();
             match self.batched_call(&job).await {
-                BatchedCall::Succeeded(result) => succeeded.push((job, result)),
-                BatchedCall::Failed(e) => job.answer(Err(e)),
-                BatchedCall::LostTransaction(e) => {
+                Savepointed::Kept(result) => succeeded.push((job, result)),
+                Savepointed::Undone(e) => job.answer(Err(e)),
+                Savepointed::TransactionLost(e) => {
                     // Everything before it is gone with the transaction.
                     job.answer(Err(e));
                     self.db().rollback();
@@ -206,17 +206,29 @@ impl Cell {
     }
 
     /// Runs one call of a batch inside its own savepoint.
-    async fn batched_call(&mut self, job: &CallJob) -> BatchedCall {
+    async fn batched_call(&mut self, job: &CallJob) -> Savepointed<String> {
+        self.store.data_mut().chain.clone_from(&job.chain);
+        let result = self
+            .in_savepoint(async |cell| cell.run_action(&job.action, &job.args).await)
+            .await;
+        self.store.data_mut().chain.clear();
+        result
+    }
+
+    /// Runs `op` (guest code) inside a savepoint of the open transaction,
+    /// with effects of its own: kept with its writes if it succeeds, undone
+    /// with them if it fails.
+    pub(super) async fn in_savepoint<T>(
+        &mut self,
+        op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
+    ) -> Savepointed<T> {
         let name = self.name().clone();
         if let Err(e) = self.db().begin_call() {
-            return BatchedCall::Failed(storage_error(&name, e));
+            return Savepointed::Undone(storage_error(&name, e));
         }
+        let before = std::mem::take(&mut self.store.data_mut().effects);
+        let result = op(self).await;
         let state = self.store.data_mut();
-        let before = std::mem::take(&mut state.effects);
-        state.chain.clone_from(&job.chain);
-        let result = self.run_action(&job.action, &job.args).await;
-        let state = self.store.data_mut();
-        state.chain.clear();
         let own = std::mem::replace(&mut state.effects, before);
         if let Some(cause) = state.transaction_lost.take() {
             let error = match result {
@@ -231,31 +243,31 @@ impl Cell {
                     ),
                 },
             };
-            return BatchedCall::LostTransaction(error);
+            return Savepointed::TransactionLost(error);
         }
         match result {
-            Ok(result) => match self.db().keep_call() {
+            Ok(value) => match self.db().keep_call() {
                 Ok(()) => {
                     self.store.data_mut().effects.absorb(own);
-                    BatchedCall::Succeeded(result)
+                    Savepointed::Kept(value)
                 }
-                Err(e) => BatchedCall::LostTransaction(storage_error(&name, e)),
+                Err(e) => Savepointed::TransactionLost(storage_error(&name, e)),
             },
             Err(e) => match self.db().undo_call() {
-                Ok(()) => BatchedCall::Failed(e),
-                Err(_) => BatchedCall::LostTransaction(e),
+                Ok(()) => Savepointed::Undone(e),
+                Err(_) => Savepointed::TransactionLost(e),
             },
         }
     }
 }
 
-/// How one call of a batch ended.
-enum BatchedCall {
-    /// Its writes stand, waiting for the batch's commit.
-    Succeeded(String),
-    /// Rolled back to its savepoint; the batch goes on.
-    Failed(Error),
-    /// The whole transaction is gone (SQLite rolled it back, or its
-    /// savepoint could not be ended): the batch ends without a commit.
-    LostTransaction(Error),
+/// How guest code run inside a savepoint ended.
+pub(super) enum Savepointed<T> {
+    /// Its writes stand, waiting for the transaction's commit.
+    Kept(T),
+    /// Rolled back to its savepoint; the rest of the transaction stands.
+    Undone(Error),
+    /// The whole transaction is gone (SQLite rolled it back, or the
+    /// savepoint could not be ended): nothing may commit.
+    TransactionLost(Error),
 }

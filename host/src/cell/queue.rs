@@ -12,7 +12,12 @@ use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
 use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 
+use std::time::Instant;
+
+use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
+
 use super::Cell;
+use super::batch::Savepointed;
 
 impl Cell {
     /// Records the guest's queue policy unless one is recorded already
@@ -119,6 +124,70 @@ impl Cell {
         self.begin()?;
         let result = self.run_process(event).await;
         self.finish(result)
+    }
+
+    /// Processes a run of `events` (in this order) back to back in one
+    /// transaction, each inside its own savepoint with its deletion, and
+    /// commits once; the first failure ends the run (the events after it
+    /// stay pending, as they would behind a failed event processed one at
+    /// a time). Returns how each event ended, for the events it reached.
+    ///
+    /// The first operation after a start processes one event alone, in the
+    /// start's transaction.
+    pub(crate) async fn process_run(
+        &mut self,
+        events: &[QueuedEvent],
+    ) -> Vec<Result<String, Error>> {
+        let Some(first) = events.first() else {
+            return Vec::new();
+        };
+        if self.starting.is_some() {
+            return vec![self.process(first).await];
+        }
+        if let Err(e) = self.begin() {
+            return vec![Err(e)];
+        }
+        let begun = Instant::now();
+        let mut results = Vec::new();
+        let mut bytes = 0;
+        for event in events {
+            let full = results.len() >= MAX_BATCH_CALLS
+                || bytes >= MAX_BATCH_BYTES
+                || begun.elapsed() >= MAX_BATCH_TIME;
+            if full || self.is_broken() {
+                break;
+            }
+            bytes += event.payload.len();
+            let result = self
+                .in_savepoint(async |cell| cell.run_process(event).await)
+                .await;
+            match result {
+                Savepointed::Kept(result) => results.push(Ok(result)),
+                Savepointed::Undone(e) => {
+                    results.push(Err(e));
+                    break;
+                }
+                Savepointed::TransactionLost(e) => {
+                    // The events before it are pending again: not reached.
+                    self.db().rollback();
+                    self.store.data_mut().discard_effects();
+                    return vec![Err(e)];
+                }
+            }
+        }
+        if !results.iter().any(Result::is_ok) {
+            self.db().rollback();
+            self.store.data_mut().discard_effects();
+            return results;
+        }
+        if let Err(e) = self.finish(Ok(())) {
+            for result in &mut results {
+                if result.is_ok() {
+                    *result = Err(e.clone());
+                }
+            }
+        }
+        results
     }
 
     pub(super) async fn run_process(&mut self, event: &QueuedEvent) -> Result<String, Error> {

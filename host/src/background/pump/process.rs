@@ -1,5 +1,6 @@
-//! Running one event: on the awake instance when it is free, else on a
-//! worker, each call in its own transaction. A conflict is not an attempt
+//! Running events: on the awake instance when it is free (a run of events
+//! of one group in one transaction, for a policy that runs one at a time
+//! per group), else one on a worker. A conflict is not an attempt
 //! and the event is picked again; only a failure of the guest's own
 //! `process` is recorded against the event, and the senders waiting for
 //! it are answered once it is processed or dead-lettered.
@@ -12,10 +13,11 @@ use crate::background::Background;
 use crate::background::waiters::EventOutcome;
 use crate::cell::{Cell, Origin};
 use crate::config::BACKGROUND_CONFLICT_PAUSE;
+use crate::config::MAX_BATCH_CALLS;
 use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::runtime::ConflictRetry;
-use crate::storage::queue::{AfterFailure, QueuedEvent};
+use crate::storage::queue::{self as queue_db, AfterFailure, QueueMode, QueuePolicy, QueuedEvent};
 
 /// Who runs a `process` call.
 enum Runner {
@@ -38,15 +40,20 @@ enum Finished {
 }
 
 pub(super) struct Done {
-    id: i64,
     runner: Runner,
-    finished: Finished,
+    /// How each event the runner reached ended, in the run's order.
+    finished: Vec<(i64, Finished)>,
+    /// Events of the run it did not reach: still pending, picked again.
+    not_reached: Vec<i64>,
 }
 
 impl Run {
     /// Starts processing `event` on the awake instance if it is free, or
-    /// on a worker.
-    pub(super) async fn dispatch(&mut self, event: QueuedEvent) {
+    /// on a worker. On the awake instance, a policy that runs one event at
+    /// a time per group gets a run: `event` and the events of its group
+    /// due after it, processed back to back in one commit
+    /// ([`Cell::process_run`]).
+    pub(super) async fn dispatch(&mut self, event: QueuedEvent, policy: &QueuePolicy, now: i64) {
         let runner = if !self.main_busy {
             self.main_busy = true;
             Runner::Main
@@ -61,13 +68,39 @@ impl Run {
                 }
             }
         };
-        self.in_flight
-            .insert(event.id, event.group.clone().unwrap_or_default());
+        let mut run = vec![event];
+        if let Runner::Main = runner
+            && policy.per_group() == 1
+            && policy.mode != QueueMode::Custom
+        {
+            let followers = self.followers(&run[0], policy, now);
+            run.extend(followers);
+        }
+        for event in &run {
+            self.in_flight
+                .insert(event.id, event.group.clone().unwrap_or_default());
+        }
         let work = self.work.clone();
         let def = self.def.clone();
         let address = self.address.clone();
         self.tasks
-            .spawn(async move { process(work, def, address, runner, event).await });
+            .spawn(async move { process(work, def, address, runner, run).await });
+    }
+
+    /// The events of `head`'s group due now that the policy would pick
+    /// after it, one by one, in its order.
+    fn followers(&self, head: &QueuedEvent, policy: &QueuePolicy, now: i64) -> Vec<QueuedEvent> {
+        let mut skip_ids: Vec<i64> = self.in_flight.keys().copied().collect();
+        skip_ids.push(head.id);
+        let group = head.group.as_deref().unwrap_or_default();
+        let limit = MAX_BATCH_CALLS - 1;
+        match queue_db::group_head(self.reader(), policy.mode, group, now, &skip_ids, limit) {
+            Ok(events) => events.into_iter().map(|(event, _)| event).collect(),
+            Err(e) => {
+                tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot pick queue events");
+                Vec::new()
+            }
+        }
     }
 
     /// Starts a worker; a start that meets concurrent writes is tried
@@ -86,7 +119,14 @@ impl Run {
     }
 
     pub(super) fn finished(&mut self, done: Done) -> Result<(), Error> {
-        self.in_flight.remove(&done.id);
+        for id in done
+            .finished
+            .iter()
+            .map(|(id, _)| id)
+            .chain(&done.not_reached)
+        {
+            self.in_flight.remove(id);
+        }
         match done.runner {
             Runner::Main => self.main_busy = false,
             // A worker that trapped is dropped; another starts when needed.
@@ -95,96 +135,103 @@ impl Run {
         }
         let waiters = &self.work.waiters;
         let (actor, key) = (&self.address.actor, &self.address.key);
-        match done.finished {
-            Finished::Processed(result) => {
-                waiters.answer(actor, key, done.id, EventOutcome::Processed(result));
+        let mut stuck = None;
+        for (id, finished) in done.finished {
+            match finished {
+                Finished::Processed(result) => {
+                    waiters.answer(actor, key, id, EventOutcome::Processed(result));
+                }
+                Finished::Failed(error, AfterFailure::DeadLettered) => {
+                    tracing::warn!(actor = &**actor, key = &**key, event = id, %error, "event dead-lettered");
+                    waiters.answer(actor, key, id, EventOutcome::DeadLettered(error));
+                }
+                Finished::Failed(error, _) => {
+                    tracing::info!(actor = &**actor, key = &**key, event = id, %error, "event failed; it will be retried");
+                }
+                Finished::Conflict => {}
+                Finished::Stuck(e) => stuck = stuck.or(Some(e)),
             }
-            Finished::Failed(error, AfterFailure::DeadLettered) => {
-                tracing::warn!(actor = &**actor, key = &**key, event = done.id, %error, "event dead-lettered");
-                waiters.answer(actor, key, done.id, EventOutcome::DeadLettered(error));
-            }
-            Finished::Failed(error, _) => {
-                tracing::info!(actor = &**actor, key = &**key, event = done.id, %error, "event failed; it will be retried");
-            }
-            Finished::Conflict => {}
-            Finished::Stuck(e) => return Err(e),
         }
-        Ok(())
+        stuck.map_or(Ok(()), Err)
     }
 }
 
-/// Processes one event on `runner`, then records a failure with the same
-/// runner. A conflict is retried here, after a pause.
+/// Processes `run` (one event on a worker) on `runner`, then records a
+/// failure with the same runner. A conflict is retried by picking the
+/// event again, after a pause.
 async fn process(
     work: Arc<Background>,
     def: Arc<ActorDefinition>,
     address: Address,
-    runner: Runner,
-    event: QueuedEvent,
+    mut runner: Runner,
+    run: Vec<QueuedEvent>,
 ) -> Done {
-    let id = event.id;
     let (actor, key) = (&*address.actor, &*address.key);
+    let mut results = match runner {
+        Runner::Main => work
+            .core
+            .with_cell(actor, key, Origin::MustExist, async |cell| {
+                Ok(cell.process_run(&run).await)
+            })
+            .await
+            .unwrap_or_else(|e| vec![Err(e)]),
+        Runner::Worker(ref mut cell) => vec![cell.process(&run[0]).await],
+    };
+    let reached = results.len();
+    let mut finished = Vec::new();
+    for (event, result) in run.iter().zip(results.drain(..)) {
+        let id = event.id;
+        let outcome = match result {
+            Ok(result) => Finished::Processed(result),
+            Err(Error::Conflict { .. }) => {
+                tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
+                Finished::Conflict
+            }
+            Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
+            Err(e) => {
+                let error = e.to_string();
+                match record_failure(&work, &def, &address, &mut runner, id, &error).await {
+                    Ok(after) => Finished::Failed(error, after),
+                    Err(e) => Finished::Stuck(e),
+                }
+            }
+        };
+        finished.push((id, outcome));
+    }
+    Done {
+        runner,
+        finished,
+        not_reached: run[reached..].iter().map(|event| event.id).collect(),
+    }
+}
+
+/// Records a failed attempt of event `id` with `runner`.
+async fn record_failure(
+    work: &Background,
+    def: &ActorDefinition,
+    address: &Address,
+    runner: &mut Runner,
+    id: i64,
+    error: &str,
+) -> Result<AfterFailure, Error> {
     match runner {
         Runner::Main => {
-            let processed = work
-                .core
-                .with_cell(actor, key, Origin::MustExist, async |cell| {
-                    cell.process(&event).await
-                })
-                .await;
-            let finished = match processed {
-                Ok(result) => Finished::Processed(result),
-                Err(Error::Conflict { .. }) => {
-                    tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
-                    Finished::Conflict
-                }
-                Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
-                Err(e) => {
-                    let error = e.to_string();
-                    match work
-                        .core
-                        .with_cell(actor, key, Origin::MustExist, async |cell| {
-                            cell.record_failure(id, &error, &def.options)
-                        })
-                        .await
-                    {
-                        Ok(after) => Finished::Failed(error, after),
-                        Err(e) => Finished::Stuck(e),
-                    }
-                }
-            };
-            Done {
-                id,
-                runner: Runner::Main,
-                finished,
-            }
+            work.core
+                .with_cell(
+                    &address.actor,
+                    &address.key,
+                    Origin::MustExist,
+                    async |cell| cell.record_failure(id, error, &def.options),
+                )
+                .await
         }
-        Runner::Worker(mut cell) => {
-            let finished = match cell.process(&event).await {
-                Ok(result) => Finished::Processed(result),
-                Err(Error::Conflict { .. }) => {
-                    tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
-                    Finished::Conflict
-                }
-                Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
-                Err(e) => {
-                    let error = e.to_string();
-                    let mut recorded = cell.record_failure(id, &error, &def.options);
-                    while let Err(Error::Conflict { .. }) = recorded {
-                        tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
-                        recorded = cell.record_failure(id, &error, &def.options);
-                    }
-                    match recorded {
-                        Ok(after) => Finished::Failed(error, after),
-                        Err(e) => Finished::Stuck(e),
-                    }
-                }
-            };
-            Done {
-                id,
-                runner: Runner::Worker(cell),
-                finished,
+        Runner::Worker(cell) => {
+            let mut recorded = cell.record_failure(id, error, &def.options);
+            while let Err(Error::Conflict { .. }) = recorded {
+                tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
+                recorded = cell.record_failure(id, error, &def.options);
             }
+            recorded
         }
     }
 }

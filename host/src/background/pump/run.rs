@@ -98,7 +98,7 @@ impl Run {
                 }
             };
             for event in picked {
-                self.dispatch(event).await;
+                self.dispatch(event, &policy, now).await;
             }
             let mut wait = None;
             if self.tasks.is_empty() {
