@@ -11,12 +11,16 @@
 //! workflow driver after the operation, with the instance's slot still
 //! held). The caller hears back only after this returns.
 //!
-//! Everything that will change how commits reach the disk or other
-//! machines (coalescing several instances' commits into one sync,
-//! shipping a commit before it is acknowledged) belongs here.
+//! A transaction here may hold several operations (a batch of calls, a
+//! run of queue events: `cell/batch.rs`); its effects are theirs together.
+//! A commit that syncs (`synchronous = full`) while other instances run
+//! an operation waits for the disk off the async workers, so that those
+//! instances' commits wait for it at the same time; the log's checkpoint
+//! runs after the commit, elsewhere (`storage/wal.rs`). Shipping a commit
+//! to other machines before it is acknowledged belongs here too.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::address::Address;
 use crate::connections::{Hub, PendingEvent};
@@ -68,6 +72,17 @@ pub(crate) struct CommitStage {
     hub: Option<Arc<Hub>>,
     /// Transactions committed through this stage and its clones.
     commits: Arc<AtomicU64>,
+    /// Instances running an operation right now.
+    operations: Arc<AtomicUsize>,
+}
+
+/// One instance running an operation, counted while it lives.
+pub(crate) struct Operation(Arc<AtomicUsize>);
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl CommitStage {
@@ -76,7 +91,15 @@ impl CommitStage {
             index: Some(index),
             hub: Some(hub),
             commits: Arc::default(),
+            operations: Arc::default(),
         }
+    }
+
+    /// Counts an instance's operation while the result lives: commits of
+    /// instances that run at the same time leave the async workers.
+    pub(crate) fn operation(&self) -> Operation {
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        Operation(self.operations.clone())
     }
 
     /// Transactions committed through this stage and its clones (a batch
@@ -99,9 +122,7 @@ impl CommitStage {
             events,
             reached_outside: _,
         } = effects;
-        // The commit waits for the disk: not on a worker other instances'
-        // calls need.
-        crate::blocking::off_worker(|| match &self.index {
+        let commit = || match &self.index {
             Some(index) if appended || scheduled.is_some() => index.lower_marks_around(
                 &address.actor,
                 &address.key,
@@ -110,8 +131,18 @@ impl CommitStage {
                 || db.commit(),
             ),
             _ => Ok(db.commit()),
-        })??;
+        };
+        // A commit that syncs waits for the disk: not on a worker that
+        // other instances' operations need, so that their commits wait for
+        // the disk together. Alone, the hand-off would cost more than it
+        // frees.
+        if db.wal.syncs_every_commit() && self.operations.load(Ordering::Relaxed) > 1 {
+            crate::blocking::off_worker(commit)??;
+        } else {
+            commit()??;
+        }
         self.commits.fetch_add(1, Ordering::Relaxed);
+        db.wal.checkpoint_soon();
         if !events.is_empty()
             && let Some(hub) = &self.hub
         {

@@ -123,6 +123,7 @@ impl Core {
             if let Some(result) = done() {
                 return Ok(result);
             }
+            let _operation = self.commit_stage.operation();
             match &*state {
                 // Retired by shutdown: no new cell may start after it.
                 SlotState::Retired if self.is_shutting_down() => {

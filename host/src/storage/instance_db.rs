@@ -5,6 +5,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::sandbox::Sandbox;
+use super::wal::Wal;
 use crate::config::{
     DB_BUSY_TIMEOUT, MAX_LIKE_PATTERN_BYTES, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS,
     MAX_SQL_VALUE_BYTES, Synchronous,
@@ -48,6 +49,8 @@ pub(crate) struct InstanceDb {
     pub(crate) conn: Connection,
     pub(crate) sandbox: Sandbox,
     pub(crate) watch: Watch,
+    /// Its write-ahead log, checkpointed outside commits.
+    pub(crate) wal: Wal,
 }
 
 impl InstanceDb {
@@ -94,10 +97,12 @@ impl InstanceDb {
         )?;
         let sandbox = Sandbox::default();
         sandbox.install(&mut conn)?;
+        let wal = Wal::watch(&mut conn, path, synchronous)?;
         Ok(InstanceDb {
             conn,
             sandbox,
             watch,
+            wal,
         })
     }
 

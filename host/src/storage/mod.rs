@@ -28,6 +28,7 @@ pub(crate) mod queue;
 pub(crate) mod sandbox;
 pub(crate) mod schedule;
 pub(crate) mod store;
+pub(crate) mod wal;
 pub(crate) mod workflow;
 
 use std::fs::File;
