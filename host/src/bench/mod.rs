@@ -31,6 +31,7 @@ mod server_process;
 mod table;
 mod talk;
 mod workflow;
+mod wrk;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -102,6 +103,11 @@ pub struct BenchArgs {
     /// and (unless `--no-http`) against `burrow serve` in a child process.
     #[arg(long)]
     pub modes: bool,
+    /// Drive the HTTP workloads of the durability modes with `wrk` (it
+    /// must be on the PATH) for this many seconds each, instead of
+    /// `burrow-client` from this process.
+    #[arg(long, value_name = "SECONDS")]
+    pub wrk: Option<u64>,
     /// Leave the durability modes out of a full run.
     #[arg(long, conflicts_with = "modes")]
     pub no_modes: bool,
@@ -333,7 +339,12 @@ async fn durability_modes(
         w2_per_instance: args.w2_calls,
         hot: args.hot_calls,
     };
-    let figures = modes::run(root, spec, &config(root, args), sizes, !args.no_http)
+    let client = match (args.no_http, args.wrk) {
+        (true, _) => modes::HttpClient::Skip,
+        (false, Some(seconds)) => modes::HttpClient::Wrk { seconds },
+        (false, None) => modes::HttpClient::Burrow,
+    };
+    let figures = modes::run(root, spec, &config(root, args), sizes, client)
         .await
         .context("the durability modes failed")?
         .to_json();

@@ -10,10 +10,11 @@
 //! against `burrow serve` in a child process (one connection for W1, one
 //! per caller otherwise), where `GET /healthz` on 64 connections shows
 //! what the HTTP layer alone reaches. The client is `burrow-client`
-//! (reqwest), heavier than `wrk`; `wrk/` holds the scripts that drive the
-//! same workloads with `wrk` against `burrow serve`. Every instance gets one call before
-//! the timing starts, so creations are not counted; the hot instance's
-//! count is checked at the end.
+//! (reqwest) from tasks of the bench process, or with `--wrk SECONDS`
+//! `wrk` (see [`wrk`](super::wrk)), a lighter client that runs each
+//! workload for a fixed time. Every instance gets one call before the
+//! timing starts, so creations are not counted; the hot instance's count
+//! is checked at the end.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use super::disk::{self, DiskLimits};
 use super::server_process::ServerProcess;
 use super::table::{self, DiskLine, Figures, Row};
+use super::wrk::{self, WrkReport};
 use super::{Latencies, timed};
 use crate::client::Client;
 use crate::config::{HostConfig, Synchronous};
@@ -102,12 +104,72 @@ pub(super) async fn concurrent(callers: Vec<Counter>, calls_each: usize) -> Resu
     Ok(Latencies::new(samples, begun.elapsed()))
 }
 
+/// Throughput and latency of one workload, from this process's own
+/// timings or from `wrk`'s report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Summary {
+    ops: u64,
+    ops_per_sec: f64,
+    mean: Duration,
+    p50: Duration,
+    p99: Duration,
+    /// Failed requests, as `wrk` counts them (this process's own callers
+    /// stop at the first).
+    errors: Option<u64>,
+}
+
+impl Summary {
+    fn of(latencies: &Latencies) -> Summary {
+        Summary {
+            ops: latencies.samples.len() as u64,
+            ops_per_sec: latencies.ops_per_sec(),
+            mean: latencies.mean(),
+            p50: latencies.percentile(50.0),
+            p99: latencies.percentile(99.0),
+            errors: None,
+        }
+    }
+
+    fn of_wrk(report: &WrkReport) -> Summary {
+        Summary {
+            ops: report.requests,
+            ops_per_sec: report.requests_per_sec,
+            mean: report.mean,
+            p50: report.p50,
+            p99: report.p99,
+            errors: Some(report.errors),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        let mut value = json!({
+            "ops": self.ops,
+            "ops_per_sec": self.ops_per_sec.round(),
+            "mean_us": super::micros(self.mean),
+            "p50_us": super::micros(self.p50),
+            "p99_us": super::micros(self.p99),
+        });
+        if let Some(errors) = self.errors {
+            value["errors"] = json!(errors);
+        }
+        value
+    }
+
+    fn figures(self) -> Figures {
+        Figures {
+            ops_per_sec: self.ops_per_sec,
+            p50: self.p50,
+            p99: self.p99,
+        }
+    }
+}
+
 /// The three workloads of one mode on one way in.
 #[derive(Debug, Clone)]
 pub(super) struct Workloads {
-    w1: Latencies,
-    w2: Latencies,
-    hot: Latencies,
+    w1: Summary,
+    w2: Summary,
+    hot: Summary,
 }
 
 impl Workloads {
@@ -143,9 +205,38 @@ async fn workloads(counter: impl Fn(&str) -> Counter, sizes: Sizes) -> Result<Wo
         bail!("the hot instance counted {count}, not {expected}");
     }
     Ok(Workloads {
-        w1,
-        w2,
-        hot: hot_latencies,
+        w1: Summary::of(&w1),
+        w2: Summary::of(&w2),
+        hot: Summary::of(&hot_latencies),
+    })
+}
+
+/// W1, W2 and the hot instance over HTTP, driven by `wrk` for `seconds`
+/// each; every instance gets one call first, and the hot instance's count
+/// must hold every answered request.
+async fn workloads_with_wrk(url: &str, dir: &Path, seconds: u64) -> Result<Workloads> {
+    let scripts = wrk::Scripts::write(dir)?;
+    let counter = http_counter(url);
+    counter("w1").increment().await?;
+    for i in 0..CALLERS {
+        counter(&format!("w2-{i}")).increment().await?;
+    }
+    let hot = counter("hot");
+    hot.increment().await?;
+    let w1 = wrk::run(url, &scripts, wrk::Load::Sequential, seconds).await?;
+    let w2 = wrk::run(url, &scripts, wrk::Load::Spread, seconds).await?;
+    let hot_report = wrk::run(url, &scripts, wrk::Load::Hot, seconds).await?;
+    let count = hot.value().await?;
+    if (count as u64) < 1 + hot_report.requests - hot_report.errors.min(hot_report.requests) {
+        bail!(
+            "the hot instance counted {count}, fewer than the {} requests wrk saw answered",
+            hot_report.requests
+        );
+    }
+    Ok(Workloads {
+        w1: Summary::of_wrk(&w1),
+        w2: Summary::of_wrk(&w2),
+        hot: Summary::of_wrk(&hot_report),
     })
 }
 
@@ -159,8 +250,13 @@ fn http_counter(url: &str) -> impl Fn(&str) -> Counter {
     }
 }
 
-/// `GET /healthz` on [`CALLERS`] connections.
-async fn health(url: &str) -> Result<Latencies> {
+/// `GET /healthz` on [`CALLERS`] connections, driven by `client`.
+async fn health(url: &str, dir: &Path, client: HttpClient) -> Result<Summary> {
+    if let HttpClient::Wrk { seconds } = client {
+        let scripts = wrk::Scripts::write(&dir.join("wrk"))?;
+        let report = wrk::run(url, &scripts, wrk::Load::Health, seconds).await?;
+        return Ok(Summary::of_wrk(&report));
+    }
     let url = Arc::new(format!("{url}/healthz"));
     let begun = Instant::now();
     let tasks: Vec<_> = (0..CALLERS)
@@ -186,14 +282,36 @@ async fn health(url: &str) -> Result<Latencies> {
     for task in tasks {
         samples.extend(task.await??);
     }
-    Ok(Latencies::new(samples, begun.elapsed()))
+    Ok(Summary::of(&Latencies::new(samples, begun.elapsed())))
+}
+
+/// How the HTTP workloads are driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HttpClient {
+    /// None: in-process only.
+    Skip,
+    /// `burrow-client`, from tasks of this process.
+    Burrow,
+    /// `wrk`, for this many seconds per workload.
+    Wrk { seconds: u64 },
+}
+
+impl HttpClient {
+    fn name(self) -> &'static str {
+        match self {
+            HttpClient::Skip => "none",
+            HttpClient::Burrow => "burrow-client (reqwest) in the bench process",
+            HttpClient::Wrk { .. } => "wrk",
+        }
+    }
 }
 
 /// Every figure of the section.
 pub(super) struct ModesReport {
     disk: DiskLimits,
     in_process: [Workloads; 2],
-    http: Option<([Workloads; 2], Latencies)>,
+    http: Option<([Workloads; 2], Summary)>,
+    client: HttpClient,
 }
 
 const MODES: [Synchronous; 2] = [Synchronous::Normal, Synchronous::Full];
@@ -213,8 +331,11 @@ pub(super) async fn run(
     spec: &ActorSpec,
     config: &HostConfig,
     sizes: Sizes,
-    http: bool,
+    client: HttpClient,
 ) -> Result<ModesReport> {
+    if let HttpClient::Wrk { .. } = client {
+        wrk::check_installed().await?;
+    }
     let disk = disk::measure(&root.join("disk")).await?;
     eprintln!("disk: {}", disk.to_json());
     let mut in_process = Vec::new();
@@ -238,15 +359,20 @@ pub(super) async fn run(
         eprintln!("in-process, {}: {}", mode_key(mode), figures.to_json());
         in_process.push(figures);
     }
-    let http = if http {
+    let http = if client != HttpClient::Skip {
         let mut modes = Vec::new();
         let mut healthz = None;
         for mode in MODES {
             let dir = root.join(format!("modes-http-{}", mode_key(mode)));
             let server = ServerProcess::start(spec, &dir, mode).await?;
-            let figures = workloads(http_counter(&server.url), sizes).await;
+            let figures = match client {
+                HttpClient::Wrk { seconds } => {
+                    workloads_with_wrk(&server.url, &dir.join("wrk"), seconds).await
+                }
+                _ => workloads(http_counter(&server.url), sizes).await,
+            };
             let health = match (&figures, mode) {
-                (Ok(_), Synchronous::Normal) => Some(health(&server.url).await),
+                (Ok(_), Synchronous::Normal) => Some(health(&server.url, &dir, client).await),
                 _ => None,
             };
             server.stop().await?;
@@ -267,19 +393,12 @@ pub(super) async fn run(
         disk,
         in_process: pair(in_process),
         http,
+        client,
     })
 }
 
 fn pair(modes: Vec<Workloads>) -> [Workloads; 2] {
     modes.try_into().expect("one figure per mode")
-}
-
-fn figures(latencies: &Latencies) -> Figures {
-    Figures {
-        ops_per_sec: latencies.ops_per_sec(),
-        p50: latencies.percentile(50.0),
-        p99: latencies.percentile(99.0),
-    }
 }
 
 /// The limits of the workloads in `full` mode, from the disk's figures and
@@ -349,7 +468,7 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
         disk.sync_mean(),
         disk.sync.percentile(50.0),
         disk.parallel_syncs_per_sec,
-        normal.w1.mean(),
+        normal.w1.mean,
     );
     let [w1_limit, w2_limit, hot_limit] = limits.cells();
     let connections = if way == "HTTP" {
@@ -363,8 +482,8 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
                 "W1 {way}: sequential `increment(1)`, one instance{}",
                 connections[0]
             ),
-            normal: Some(figures(&normal.w1)),
-            full: Some(figures(&full.w1)),
+            normal: Some(normal.w1.figures()),
+            full: Some(full.w1.figures()),
             limit: w1_limit,
         },
         Row {
@@ -372,8 +491,8 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
                 "W2 {way}: `increment(1)` over 64 instances, 64 in flight{}",
                 connections[1]
             ),
-            normal: Some(figures(&normal.w2)),
-            full: Some(figures(&full.w2)),
+            normal: Some(normal.w2.figures()),
+            full: Some(full.w2.figures()),
             limit: w2_limit,
         },
         Row {
@@ -381,8 +500,8 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
                 "hot instance {way}: 64 callers on one instance{}",
                 connections[1]
             ),
-            normal: Some(figures(&normal.hot)),
-            full: Some(figures(&full.hot)),
+            normal: Some(normal.hot.figures()),
+            full: Some(full.hot.figures()),
             limit: hot_limit,
         },
     ];
@@ -407,12 +526,13 @@ impl ModesReport {
             all_rows.extend(http_rows);
             all_rows.push(Row {
                 workload: "`GET /healthz`, 64 connections".into(),
-                normal: Some(figures(healthz)),
+                normal: Some(healthz.figures()),
                 full: None,
                 limit: "(the HTTP layer)".into(),
             });
             report["http"] = json!({
                 "server": "burrow serve in a child process",
+                "client": self.client.name(),
                 "normal": modes[0].to_json(),
                 "full": modes[1].to_json(),
                 "healthz_64_connections": healthz.to_json(),
