@@ -155,6 +155,16 @@ impl Summary {
         value
     }
 
+    /// The time of one call of a single sequential caller: 1 / its rate
+    /// (`wrk`'s mean latency is not that).
+    fn time_per_call(self) -> Duration {
+        if self.ops_per_sec > 0.0 {
+            Duration::from_secs_f64(1.0 / self.ops_per_sec)
+        } else {
+            Duration::ZERO
+        }
+    }
+
     fn figures(self) -> Figures {
         Figures {
             ops_per_sec: self.ops_per_sec,
@@ -308,9 +318,11 @@ impl HttpClient {
 
 /// Every figure of the section.
 pub(super) struct ModesReport {
-    disk: DiskLimits,
-    in_process: [Workloads; 2],
-    http: Option<([Workloads; 2], Summary)>,
+    /// Both modes in-process, and the disk measured before the `full` one.
+    in_process: ([Workloads; 2], DiskLimits),
+    /// Both modes over HTTP, the disk measured before the `full` one, and
+    /// `GET /healthz`.
+    http: Option<([Workloads; 2], DiskLimits, Summary)>,
     client: HttpClient,
 }
 
@@ -324,8 +336,11 @@ fn mode_key(mode: Synchronous) -> &'static str {
     }
 }
 
-/// Measures the disk, then runs the workloads in both modes, in-process
-/// and (with `http`) against `burrow serve` in a child process.
+/// Runs the workloads in both modes, in-process and (unless `client` is
+/// `Skip`) against `burrow serve` in a child process; the disk is measured
+/// right before each `full` run, so that its limits are taken under the
+/// same conditions as the figures they bound (on a shared machine the
+/// disk's latency changes by the minute).
 pub(super) async fn run(
     root: &Path,
     spec: &ActorSpec,
@@ -336,10 +351,17 @@ pub(super) async fn run(
     if let HttpClient::Wrk { .. } = client {
         wrk::check_installed().await?;
     }
-    let disk = disk::measure(&root.join("disk")).await?;
-    eprintln!("disk: {}", disk.to_json());
+    let measure_disk = async |way: &str| {
+        let disk = disk::measure(&root.join("disk")).await?;
+        eprintln!("disk, before the {way} full runs: {}", disk.to_json());
+        anyhow::Ok(disk)
+    };
     let mut in_process = Vec::new();
+    let mut in_process_disk = None;
     for mode in MODES {
+        if mode == Synchronous::Full {
+            in_process_disk = Some(measure_disk("in-process").await?);
+        }
         let config = HostConfig {
             data_dir: root.join(format!("modes-{}", mode_key(mode))),
             synchronous: mode,
@@ -362,7 +384,11 @@ pub(super) async fn run(
     let http = if client != HttpClient::Skip {
         let mut modes = Vec::new();
         let mut healthz = None;
+        let mut http_disk = None;
         for mode in MODES {
+            if mode == Synchronous::Full {
+                http_disk = Some(measure_disk("HTTP").await?);
+            }
             let dir = root.join(format!("modes-http-{}", mode_key(mode)));
             let server = ServerProcess::start(spec, &dir, mode).await?;
             let figures = match client {
@@ -385,13 +411,19 @@ pub(super) async fn run(
         }
         let healthz = healthz.expect("measured in normal mode");
         eprintln!("HTTP, GET /healthz: {}", healthz.to_json());
-        Some((pair(modes), healthz))
+        Some((
+            pair(modes),
+            http_disk.expect("measured before full mode"),
+            healthz,
+        ))
     } else {
         None
     };
     Ok(ModesReport {
-        disk,
-        in_process: pair(in_process),
+        in_process: (
+            pair(in_process),
+            in_process_disk.expect("measured before full mode"),
+        ),
         http,
         client,
     })
@@ -402,7 +434,7 @@ fn pair(modes: Vec<Workloads>) -> [Workloads; 2] {
 }
 
 /// The limits of the workloads in `full` mode, from the disk's figures and
-/// the workload's own time in `normal` mode.
+/// W1's own time in `normal` mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct FullModeLimits {
     /// 1 / fsync latency (its mean): one caller, one fsync per commit,
@@ -411,7 +443,7 @@ pub(super) struct FullModeLimits {
     /// 1 / the fsync latency's median: the same bound when the disk is
     /// quiet (on a shared machine the mean carries others' bursts).
     pub fsync_bound_at_p50: f64,
-    /// 1 / (fsync latency + W1's mean in `normal` mode).
+    /// 1 / (fsync latency + W1's time per call in `normal` mode).
     pub w1_with_call: f64,
     /// The parallel fsync rate: instances committing at once.
     pub parallel: f64,
@@ -422,12 +454,12 @@ impl FullModeLimits {
         fsync: Duration,
         fsync_p50: Duration,
         parallel: f64,
-        w1_normal_mean: Duration,
+        w1_normal_call: Duration,
     ) -> Self {
         FullModeLimits {
             fsync_bound: disk::per_second(fsync),
             fsync_bound_at_p50: disk::per_second(fsync_p50),
-            w1_with_call: disk::sequential_limit_with_call(fsync, w1_normal_mean),
+            w1_with_call: disk::sequential_limit_with_call(fsync, w1_normal_call),
             parallel,
         }
     }
@@ -468,7 +500,7 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
         disk.sync_mean(),
         disk.sync.percentile(50.0),
         disk.parallel_syncs_per_sec,
-        normal.w1.mean,
+        normal.w1.time_per_call(),
     );
     let [w1_limit, w2_limit, hot_limit] = limits.cells();
     let connections = if way == "HTTP" {
@@ -511,18 +543,21 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
 impl ModesReport {
     /// The figures as JSON, the table among them.
     pub(super) fn to_json(&self) -> Value {
-        let (in_process_rows, in_process_limits) = rows("in-process", &self.in_process, &self.disk);
+        let (modes, disk) = &self.in_process;
+        let (in_process_rows, in_process_limits) = rows("in-process", modes, disk);
         let mut all_rows = in_process_rows;
+        let mut disks = vec![("in-process", disk_line(disk))];
         let mut report = json!({
-            "disk": self.disk.to_json(),
             "in_process": {
-                "normal": self.in_process[0].to_json(),
-                "full": self.in_process[1].to_json(),
+                "normal": modes[0].to_json(),
+                "full": modes[1].to_json(),
+                "disk_before_full": disk.to_json(),
                 "full_mode_limits": in_process_limits.to_json(),
             },
         });
-        if let Some((modes, healthz)) = &self.http {
-            let (http_rows, http_limits) = rows("HTTP", modes, &self.disk);
+        if let Some((modes, disk, healthz)) = &self.http {
+            let (http_rows, http_limits) = rows("HTTP", modes, disk);
+            disks.push(("HTTP", disk_line(disk)));
             all_rows.extend(http_rows);
             all_rows.push(Row {
                 workload: "`GET /healthz`, 64 connections".into(),
@@ -536,18 +571,22 @@ impl ModesReport {
                 "normal": modes[0].to_json(),
                 "full": modes[1].to_json(),
                 "healthz_64_connections": healthz.to_json(),
+                "disk_before_full": disk.to_json(),
                 "full_mode_limits": http_limits.to_json(),
             });
         }
-        let disk_line = DiskLine {
-            fsync_p50: self.disk.sync.percentile(50.0),
-            fsync_mean: self.disk.sync_mean(),
-            rounds: disk::SYNC_ROUNDS,
-            parallel_threads: disk::PARALLEL_THREADS,
-            parallel_fsyncs_per_sec: self.disk.parallel_syncs_per_sec,
-        };
-        report["table"] = json!(table::render(&all_rows, &disk_line));
+        report["table"] = json!(table::render(&all_rows, &disks));
         report
+    }
+}
+
+fn disk_line(disk: &DiskLimits) -> DiskLine {
+    DiskLine {
+        fsync_p50: disk.sync.percentile(50.0),
+        fsync_mean: disk.sync_mean(),
+        rounds: disk::SYNC_ROUNDS,
+        parallel_threads: disk::PARALLEL_THREADS,
+        parallel_fsyncs_per_sec: disk.parallel_syncs_per_sec,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The table `burrow bench` prints for the durability modes: one row per
 //! workload, its figures with `synchronous = normal` and with `full` side
-//! by side, and the limit the machine sets; under it, the disk's figures
+//! by side, and the limit the machine sets; under it, the disk figures
 //! the limits come from. Markdown, so it can be pasted as it is.
 
 use std::fmt::Write;
@@ -30,7 +30,7 @@ pub struct Row {
     pub limit: String,
 }
 
-/// The disk's figures shown under the table.
+/// Disk figures shown under the table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DiskLine {
     /// Median time of a 4 KiB `pwrite` and `fdatasync`.
@@ -86,8 +86,9 @@ fn cells(figures: Option<Figures>) -> [String; 3] {
     }
 }
 
-/// The table, then the disk's line.
-pub fn render(rows: &[Row], disk: &DiskLine) -> String {
+/// The table, then the disk's figures, each under its label (which runs
+/// they were measured before).
+pub fn render(rows: &[Row], disks: &[(&str, DiskLine)]) -> String {
     let mut out = String::new();
     out.push_str(
         "| workload | normal ops/s | p50 | p99 | full ops/s | p50 | p99 | the limit on this machine (full) |\n",
@@ -102,16 +103,18 @@ pub fn render(rows: &[Row], disk: &DiskLine) -> String {
             row.workload, row.limit
         );
     }
-    let _ = writeln!(
-        out,
-        "\nfsync: a 4 KiB pwrite + fdatasync takes {} (p50), {} (mean of {}), so at most {} commits/s in sequence; {} threads fsyncing their own files reach {} fsyncs/s.",
-        latency(disk.fsync_p50),
-        latency(disk.fsync_mean),
-        thousands(disk.rounds as f64),
-        thousands(super::disk::per_second(disk.fsync_mean)),
-        disk.parallel_threads,
-        thousands(disk.parallel_fsyncs_per_sec),
-    );
+    for (label, disk) in disks {
+        let _ = writeln!(
+            out,
+            "\nfsync, measured before the {label} full runs: a 4 KiB pwrite + fdatasync takes {} (p50), {} (mean of {}), so at most {} commits/s in sequence; {} threads fsyncing their own files reach {} fsyncs/s.",
+            latency(disk.fsync_p50),
+            latency(disk.fsync_mean),
+            thousands(disk.rounds as f64),
+            thousands(super::disk::per_second(disk.fsync_mean)),
+            disk.parallel_threads,
+            thousands(disk.parallel_fsyncs_per_sec),
+        );
+    }
     out
 }
 
@@ -166,7 +169,7 @@ mod tests {
             parallel_threads: 16,
             parallel_fsyncs_per_sec: 36_410.0,
         };
-        let table = render(&rows, &disk);
+        let table = render(&rows, &[("in-process", disk)]);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[2],
@@ -180,7 +183,7 @@ mod tests {
         assert_eq!(lines[0].matches('|').count(), lines[2].matches('|').count());
         assert_eq!(
             lines[5],
-            "fsync: a 4 KiB pwrite + fdatasync takes 118 µs (p50), 125 µs (mean of 2,000), so at most 8,000 commits/s in sequence; 16 threads fsyncing their own files reach 36,410 fsyncs/s."
+            "fsync, measured before the in-process full runs: a 4 KiB pwrite + fdatasync takes 118 µs (p50), 125 µs (mean of 2,000), so at most 8,000 commits/s in sequence; 16 threads fsyncing their own files reach 36,410 fsyncs/s."
         );
     }
 }
