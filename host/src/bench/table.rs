@@ -15,6 +15,8 @@ pub struct Figures {
     pub p50: Duration,
     /// 99th percentile latency of one operation.
     pub p99: Duration,
+    /// Operations that failed (left out of the rest).
+    pub failed: u64,
 }
 
 /// One workload's row.
@@ -81,6 +83,15 @@ pub fn latency(d: Duration) -> String {
 
 fn cells(figures: Option<Figures>) -> [String; 3] {
     match figures {
+        Some(f) if f.failed > 0 => [
+            format!(
+                "{} ({} failed)",
+                thousands(f.ops_per_sec),
+                thousands(f.failed as f64)
+            ),
+            latency(f.p50),
+            latency(f.p99),
+        ],
         Some(f) => [thousands(f.ops_per_sec), latency(f.p50), latency(f.p99)],
         None => ["".into(), "".into(), "".into()],
     }
@@ -147,12 +158,16 @@ mod tests {
             ops_per_sec: ops,
             p50: Duration::from_micros(p50),
             p99: Duration::from_micros(p99),
+            failed: 0,
         };
         let rows = [
             Row {
                 workload: "W1".into(),
                 normal: Some(figures(6_764.0, 139, 250)),
-                full: Some(figures(3_119.0, 308, 900)),
+                full: Some(Figures {
+                    failed: 2,
+                    ..figures(3_119.0, 308, 900)
+                }),
                 limit: "3,700".into(),
             },
             Row {
@@ -173,7 +188,7 @@ mod tests {
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[2],
-            "| W1 | 6,764 | 139 µs | 250 µs | 3,119 | 308 µs | 900 µs | 3,700 |"
+            "| W1 | 6,764 | 139 µs | 250 µs | 3,119 (2 failed) | 308 µs | 900 µs | 3,700 |"
         );
         assert_eq!(
             lines[3],
