@@ -56,7 +56,8 @@ pub struct BenchArgs {
     /// Calls per instance in W2 (64 instances).
     #[arg(long, default_value_t = 300)]
     pub w2_calls: usize,
-    /// Skip the HTTP part of W1.
+    /// Skip the HTTP parts: W1 over HTTP and the durability modes' HTTP
+    /// workloads.
     #[arg(long)]
     pub no_http: bool,
     /// Where the benchmark's data goes (default: a fresh temporary directory).
