@@ -8,6 +8,11 @@
 //! - W5: workflows, on the manifest's `stepper` actor (see [`workflow`]).
 //! - W6: calls between actors, on the manifest's `account` actor; W7: events
 //!   to 100 connected clients, on its `chat-room` (see [`talk`]).
+//! - The durability modes (see [`modes`]): W1, W2 and a hot instance (64
+//!   callers on one instance), each with `synchronous = normal` and
+//!   `full`, in-process and over HTTP against `burrow serve` in a child
+//!   process, in one table with the disk's limits measured in the same run
+//!   (see [`disk`]). Part of every full run; `--modes` runs it alone.
 //! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters
 //!   (calls) and its mailer (queue sends, all checked as processed),
 //!   reporting errors and the peak memory of the process.
@@ -17,11 +22,16 @@
 //!
 //! W1 to W3 use the `counter` actor of the manifest.
 
+mod disk;
 mod floor;
 pub mod load;
+mod modes;
 mod queue;
+mod server_process;
+mod table;
 mod talk;
 mod workflow;
+mod wrk;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -46,7 +56,8 @@ pub struct BenchArgs {
     /// Calls per instance in W2 (64 instances).
     #[arg(long, default_value_t = 300)]
     pub w2_calls: usize,
-    /// Skip the HTTP part of W1.
+    /// Skip the HTTP parts: W1 over HTTP and the durability modes' HTTP
+    /// workloads.
     #[arg(long)]
     pub no_http: bool,
     /// Where the benchmark's data goes (default: a fresh temporary directory).
@@ -84,6 +95,23 @@ pub struct BenchArgs {
     /// `mailer` (queue sends).
     #[arg(long, value_name = "SECONDS")]
     pub load: Option<u64>,
+    /// Calls on the hot instance (64 callers on one instance), all callers
+    /// together, in each durability mode.
+    #[arg(long, default_value_t = 20_000)]
+    pub hot_calls: usize,
+    /// Run only the durability modes: the disk's limits, then W1, W2 and
+    /// the hot instance with `synchronous = normal` and `full`, in-process
+    /// and (unless `--no-http`) against `burrow serve` in a child process.
+    #[arg(long)]
+    pub modes: bool,
+    /// Drive the HTTP workloads of the durability modes with `wrk` (it
+    /// must be on the PATH) for this many seconds each, instead of
+    /// `burrow-client` from this process.
+    #[arg(long, value_name = "SECONDS")]
+    pub wrk: Option<u64>,
+    /// Leave the durability modes out of a full run.
+    #[arg(long, conflicts_with = "modes")]
+    pub no_modes: bool,
 }
 
 /// Latency figures of a run of sequential operations.
@@ -177,6 +205,11 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     }
     let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
+    if args.modes {
+        let table = durability_modes(&root, &spec, &args, &mut report).await?;
+        eprintln!("\n{table}");
+        return Ok(Value::Object(report));
+    }
     // W1, in-process.
     let host = Host::start(config(&dir("w1"), &args), std::slice::from_ref(&spec)).await?;
     host.call("counter", "w1", "increment", "[1]").await?;
@@ -230,27 +263,16 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     host.shutdown().await;
     drop(host);
 
-    // W2: 64 instances, one task each, so 64 calls are in flight.
+    // W2: 64 instances, one task each, so 64 calls are in flight (their
+    // creations included).
     let host = Host::start(config(&dir("w2"), &args), std::slice::from_ref(&spec)).await?;
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for i in 0..64 {
-        let host = host.clone();
-        let calls = args.w2_calls;
-        tasks.push(tokio::spawn(async move {
-            let key = format!("w2-{i}");
-            for _ in 0..calls {
-                host.call("counter", &key, "increment", "[1]").await?;
-            }
-            Ok::<_, crate::Error>(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
-    let elapsed = start.elapsed();
-    let total = 64 * args.w2_calls;
-    let w2 = json!({ "ops": total, "ops_per_sec": (total as f64 / elapsed.as_secs_f64()).round() });
+    let callers = (0..modes::CALLERS)
+        .map(|i| modes::Counter::InProcess {
+            host: host.clone(),
+            key: format!("w2-{i}"),
+        })
+        .collect();
+    let w2 = modes::concurrent(callers, args.w2_calls).await?.to_json();
     eprintln!("W2: {w2}");
     report.insert("w2".into(), w2);
     host.shutdown().await;
@@ -295,7 +317,41 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
             "w3_wake_mean": ratio(wake.mean(), floor.wake.mean()),
         }),
     );
+    let table = if args.no_modes {
+        None
+    } else {
+        Some(durability_modes(&root, &spec, &args, &mut report).await?)
+    };
+    if let Some(table) = table {
+        eprintln!("\n{table}");
+    }
     Ok(Value::Object(report))
+}
+
+/// The durability modes, into `report` (under `modes`); returns their table.
+async fn durability_modes(
+    root: &Path,
+    spec: &ActorSpec,
+    args: &BenchArgs,
+    report: &mut serde_json::Map<String, Value>,
+) -> Result<String> {
+    let sizes = modes::Sizes {
+        w1: args.ops,
+        w2_per_instance: args.w2_calls,
+        hot: args.hot_calls,
+    };
+    let client = match (args.no_http, args.wrk) {
+        (true, _) => modes::HttpClient::Skip,
+        (false, Some(seconds)) => modes::HttpClient::Wrk { seconds },
+        (false, None) => modes::HttpClient::Burrow,
+    };
+    let figures = modes::run(root, spec, &config(root, args), sizes, client)
+        .await
+        .context("the durability modes failed")?
+        .to_json();
+    let table = figures["table"].as_str().unwrap_or_default().to_owned();
+    report.insert("modes".into(), figures);
+    Ok(table)
 }
 
 async fn w4(manifest: &Path, dir: &Path, args: &BenchArgs) -> Result<Value> {
