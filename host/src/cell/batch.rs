@@ -151,22 +151,31 @@ impl Cell {
         let Some(first) = pending.take() else {
             return false;
         };
-        if let Err(e) = self.begin() {
-            first.answer(Err(e));
-            return true;
-        }
         let begun = Instant::now();
         let mut bytes = 0;
         let mut count = 0;
         // Calls that succeeded, waiting for the commit.
         let mut succeeded: Vec<(Arc<CallJob>, String)> = Vec::new();
+        let mut open = false;
         let mut next = Some(first);
         while let Some(job) = next.take() {
+            if !open {
+                if let Err(e) = self.begin() {
+                    job.answer(Err(e));
+                    return true;
+                }
+                open = true;
+            }
             count += 1;
             bytes += job.args.len();
-            match self.batched_call(&job).await {
+            let alone = succeeded.is_empty();
+            match self.batched_call(&job, alone).await {
                 Savepointed::Kept(result) => succeeded.push((job, result)),
-                Savepointed::Undone(e) => job.answer(Err(e)),
+                Savepointed::Undone(e) => {
+                    job.answer(Err(e));
+                    // Alone, it was rolled back with the transaction.
+                    open &= !alone;
+                }
                 Savepointed::TransactionLost(e) => {
                     // Everything before it is gone with the transaction.
                     job.answer(Err(e));
@@ -205,11 +214,14 @@ impl Cell {
         true
     }
 
-    /// Runs one call of a batch inside its own savepoint.
-    async fn batched_call(&mut self, job: &CallJob) -> Savepointed<String> {
+    /// Runs one call of a batch inside its own savepoint (`alone`: first
+    /// in its transaction, see [`Cell::in_savepoint`]).
+    async fn batched_call(&mut self, job: &CallJob, alone: bool) -> Savepointed<String> {
         self.store.data_mut().chain.clone_from(&job.chain);
         let result = self
-            .in_savepoint(async |cell| cell.run_action(&job.action, &job.args).await)
+            .in_savepoint(alone, async |cell| {
+                cell.run_action(&job.action, &job.args).await
+            })
             .await;
         self.store.data_mut().chain.clear();
         result
@@ -217,13 +229,17 @@ impl Cell {
 
     /// Runs `op` (guest code) inside a savepoint of the open transaction,
     /// with effects of its own: kept with its writes if it succeeds, undone
-    /// with them if it fails.
+    /// with them if it fails. `alone`: nothing is kept in the transaction
+    /// yet, so it needs no savepoint of its own, and a failure rolls the
+    /// whole transaction back (the caller begins a new one for what
+    /// follows): a batch of one costs what a call alone always did.
     pub(super) async fn in_savepoint<T>(
         &mut self,
+        alone: bool,
         op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
     ) -> Savepointed<T> {
         let name = self.name().clone();
-        if let Err(e) = self.db().begin_call() {
+        if !alone && let Err(e) = self.db().begin_call() {
             return Savepointed::Undone(storage_error(&name, e));
         }
         let before = std::mem::take(&mut self.store.data_mut().effects);
@@ -245,18 +261,23 @@ impl Cell {
             };
             return Savepointed::TransactionLost(error);
         }
-        match result {
-            Ok(value) => match self.db().keep_call() {
-                Ok(()) => {
-                    self.store.data_mut().effects.absorb(own);
-                    Savepointed::Kept(value)
-                }
-                Err(e) => Savepointed::TransactionLost(storage_error(&name, e)),
-            },
-            Err(e) => match self.db().undo_call() {
-                Ok(()) => Savepointed::Undone(e),
-                Err(_) => Savepointed::TransactionLost(e),
-            },
+        let kept = match &result {
+            Ok(_) if alone => Ok(()),
+            Ok(_) => self.db().keep_call(),
+            Err(_) if alone => {
+                self.db().rollback();
+                Ok(())
+            }
+            Err(_) => self.db().undo_call(),
+        };
+        match (result, kept) {
+            (Ok(value), Ok(())) => {
+                self.store.data_mut().effects.absorb(own);
+                Savepointed::Kept(value)
+            }
+            (Ok(_), Err(e)) => Savepointed::TransactionLost(storage_error(&name, e)),
+            (Err(e), Ok(())) => Savepointed::Undone(e),
+            (Err(e), Err(_)) => Savepointed::TransactionLost(e),
         }
     }
 }

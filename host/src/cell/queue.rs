@@ -158,8 +158,9 @@ impl Cell {
                 break;
             }
             bytes += event.payload.len();
+            let alone = results.is_empty();
             let result = self
-                .in_savepoint(async |cell| cell.run_process(event).await)
+                .in_savepoint(alone, async |cell| cell.run_process(event).await)
                 .await;
             match result {
                 Savepointed::Kept(result) => results.push(Ok(result)),

@@ -16,7 +16,7 @@
 //! A commit that syncs (`synchronous = full`) while other instances run
 //! an operation waits for the disk off the async workers, so that those
 //! instances' commits wait for it at the same time; the log's checkpoint
-//! runs after the commit, elsewhere (`storage/wal.rs`). Shipping a commit
+//! runs after the commit, off the workers too (`storage/wal.rs`). Shipping a commit
 //! to other machines before it is acknowledged belongs here too.
 
 use std::sync::Arc;
@@ -142,7 +142,7 @@ impl CommitStage {
             commit()??;
         }
         self.commits.fetch_add(1, Ordering::Relaxed);
-        db.wal.checkpoint_soon();
+        db.wal.checkpoint_if_due(&db.conn);
         if !events.is_empty()
             && let Some(hub) = &self.hub
         {

@@ -97,7 +97,7 @@ impl InstanceDb {
         )?;
         let sandbox = Sandbox::default();
         sandbox.install(&mut conn)?;
-        let wal = Wal::watch(&mut conn, path, synchronous)?;
+        let wal = Wal::watch(&mut conn, synchronous)?;
         Ok(InstanceDb {
             conn,
             sandbox,
