@@ -4,6 +4,9 @@
 //!
 //! Every operation on an instance, from a caller, a guest or background
 //! work, goes through [`Core::with_cell`]: one at a time per instance.
+//! Action calls go through [`Core::call_action`], which leaves each call
+//! with the slot so that whoever holds it runs the waiting calls in
+//! batches, one commit each (`cell/batch.rs`).
 
 use crate::address::Address;
 use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
