@@ -12,8 +12,7 @@ use crate::address::Address;
 use crate::background::Background;
 use crate::background::waiters::EventOutcome;
 use crate::cell::{Cell, Origin};
-use crate::config::BACKGROUND_CONFLICT_PAUSE;
-use crate::config::MAX_BATCH_CALLS;
+use crate::config::{BACKGROUND_CONFLICT_PAUSE, MAX_BATCH_CALLS};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::runtime::ConflictRetry;
@@ -179,12 +178,16 @@ async fn process(
     };
     let reached = results.len();
     let mut finished = Vec::new();
+    let mut paused = false;
     for (event, result) in run.iter().zip(results.drain(..)) {
         let id = event.id;
         let outcome = match result {
             Ok(result) => Finished::Processed(result),
             Err(Error::Conflict { .. }) => {
-                tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
+                // Once for the run, however many of its events met it.
+                if !std::mem::replace(&mut paused, true) {
+                    tokio::time::sleep(BACKGROUND_CONFLICT_PAUSE).await;
+                }
                 Finished::Conflict
             }
             Err(e) if !is_attempt(&e, id) => Finished::Stuck(e),
