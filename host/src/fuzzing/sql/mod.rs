@@ -238,4 +238,13 @@ mod tests {
     fn a_rename_to_an_internal_name_in_odd_case_is_refused() {
         replay("rename-to-odd-case");
     }
+
+    /// A guest trigger fires in a call (its row in `fired` is the call's),
+    /// then the host rolls the call back: the row goes with the call, and
+    /// that is no trigger firing inside the host's statements (found by
+    /// the fuzzer; kept as it found it).
+    #[test]
+    fn a_rolled_back_call_takes_its_trigger_rows_with_it() {
+        replay("trigger-then-rollback");
+    }
 }
