@@ -6,6 +6,7 @@
 //! action committed is gone, and one whose action did not commit is still
 //! there to run.
 
+use super::sandbox::host_statement;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The schedules' internal table.
@@ -61,7 +62,8 @@ impl Schedule {
 
 /// Whether the table exists (it is made by the first schedule).
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare(
+    host_statement(
+        conn,
         "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_schedule'",
     )?
     .exists([])
@@ -95,13 +97,13 @@ pub(crate) fn add(
     if !has_schema(conn)? {
         conn.execute_batch(SCHEMA)?;
     }
-    let pending: i64 = conn
-        .prepare("SELECT count(*) FROM main._burrow_schedule")?
+    let pending: i64 = host_statement(conn, "SELECT count(*) FROM main._burrow_schedule")?
         .query_row([], |r| r.get(0))?;
     if pending as u64 >= max_pending {
         return Err(AddError::Full(max_pending));
     }
-    conn.prepare(
+    host_statement(
+        conn,
         "INSERT INTO main._burrow_schedule (action, args, due_at, created_at, every_ms)
          VALUES (?, ?, ?, ?, ?)",
     )?
@@ -115,7 +117,7 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
         return Ok(Vec::new());
     }
     let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id");
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = host_statement(conn, &sql)?;
     stmt.query_map([], from_row)?.collect()
 }
 
@@ -124,10 +126,7 @@ pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     if !has_schema(conn)? {
         return Ok(false);
     }
-    Ok(conn
-        .prepare("DELETE FROM main._burrow_schedule WHERE id = ?")?
-        .execute([id])?
-        > 0)
+    Ok(host_statement(conn, "DELETE FROM main._burrow_schedule WHERE id = ?")?.execute([id])? > 0)
 }
 
 /// The soonest schedule due at or before `now`.
@@ -138,7 +137,9 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
     let sql = format!(
         "SELECT {COLUMNS} FROM main._burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
     );
-    conn.prepare(&sql)?.query_row([now], from_row).optional()
+    host_statement(conn, &sql)?
+        .query_row([now], from_row)
+        .optional()
 }
 
 /// After schedule `schedule` ran (or failed) at `now`: deletes it, or
@@ -146,8 +147,11 @@ pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<S
 pub(crate) fn done(conn: &Connection, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
     match schedule.next_after(now) {
         Some(next) => {
-            conn.prepare("UPDATE main._burrow_schedule SET due_at = ? WHERE id = ?")?
-                .execute(params![next, schedule.id])?;
+            host_statement(
+                conn,
+                "UPDATE main._burrow_schedule SET due_at = ? WHERE id = ?",
+            )?
+            .execute(params![next, schedule.id])?;
         }
         None => {
             delete(conn, schedule.id)?;
@@ -161,7 +165,7 @@ pub(crate) fn earliest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     if !has_schema(conn)? {
         return Ok(None);
     }
-    conn.prepare("SELECT min(due_at) FROM main._burrow_schedule")?
+    host_statement(conn, "SELECT min(due_at) FROM main._burrow_schedule")?
         .query_row([], |r| r.get(0))
 }
 

@@ -10,6 +10,7 @@
 //! branch 1 of the join at `5`. A step's entry is written in the
 //! transaction that commits the step's own writes.
 
+use super::sandbox::host_statement;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
@@ -235,7 +236,8 @@ pub struct HistoryEntry {
 
 /// Whether the workflow's tables exist.
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare(
+    host_statement(
+        conn,
         "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'",
     )?
     .exists([])
@@ -243,7 +245,8 @@ pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// Records a new workflow with `input`, running now.
 pub(crate) fn start(conn: &Connection, input: &str, now: i64) -> rusqlite::Result<()> {
-    conn.prepare(
+    host_statement(
+        conn,
         "INSERT OR IGNORE INTO main._burrow_workflow (id, status, input, started_at, updated_at)
          VALUES (1, 'running', ?1, ?2, ?2)",
     )?
@@ -270,7 +273,8 @@ pub(crate) fn record(conn: &Connection) -> rusqlite::Result<Option<WorkflowRecor
     if !has_schema(conn)? {
         return Ok(None);
     }
-    conn.prepare(
+    host_statement(
+        conn,
         "SELECT status, input, output, error, wake_at, waiting_on, runs, started_at, updated_at
          FROM main._burrow_workflow WHERE id = 1",
     )?
@@ -287,7 +291,8 @@ pub(crate) fn set_status(
     wait: Option<(Option<i64>, &str)>,
     now: i64,
 ) -> rusqlite::Result<()> {
-    conn.prepare(
+    host_statement(
+        conn,
         "UPDATE main._burrow_workflow
          SET status = ?, output = ?, error = ?, wake_at = ?, waiting_on = ?,
              runs = runs + 1, updated_at = ?
@@ -325,9 +330,10 @@ const ENTRY_COLUMNS: &str = "location, kind, name, status, output, failure_kind,
 
 /// The entry at `location`, if the run reached it before.
 pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Option<HistoryEntry>> {
-    conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history WHERE location = ?"
-    ))?
+    host_statement(
+        conn,
+        &format!("SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history WHERE location = ?"),
+    )?
     .query_row([location], entry_from_row)
     .optional()
 }
@@ -335,8 +341,10 @@ pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Optio
 /// Writes the entry at its location, replacing what was there (and keeping
 /// its place in the order).
 pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
-    conn.prepare(&format!(
-        "INSERT INTO main._burrow_workflow_history ({ENTRY_COLUMNS})
+    host_statement(
+        conn,
+        &format!(
+            "INSERT INTO main._burrow_workflow_history ({ENTRY_COLUMNS})
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (location) DO UPDATE SET
              kind = excluded.kind, name = excluded.name, status = excluded.status,
@@ -344,7 +352,8 @@ pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result
              error_code = excluded.error_code, error = excluded.error,
              attempts = excluded.attempts, wake_at = excluded.wake_at,
              updated_at = excluded.updated_at"
-    ))?
+        ),
+    )?
     .execute(params![
         e.location,
         e.kind.as_str(),
@@ -363,9 +372,10 @@ pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result
 
 /// The first `limit` entries of the history, in order.
 pub(crate) fn history(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
-    conn.prepare(&format!(
-        "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history ORDER BY seq LIMIT ?"
-    ))?
+    host_statement(
+        conn,
+        &format!("SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history ORDER BY seq LIMIT ?"),
+    )?
     .query_map([limit as i64], entry_from_row)?
     .collect()
 }
@@ -378,7 +388,8 @@ pub(crate) fn delete_under(
     keep: Option<&str>,
 ) -> rusqlite::Result<usize> {
     // Locations hold digits and `/` only, so the prefixes need no escaping.
-    conn.prepare(
+    host_statement(
+        conn,
         "DELETE FROM main._burrow_workflow_history
          WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
     )?
@@ -387,7 +398,7 @@ pub(crate) fn delete_under(
 
 /// Entries in the history.
 pub(crate) fn history_len(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare("SELECT count(*) FROM main._burrow_workflow_history")?
+    host_statement(conn, "SELECT count(*) FROM main._burrow_workflow_history")?
         .query_row([], |r| r.get(0))
 }
 

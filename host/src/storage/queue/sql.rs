@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
+use crate::storage::sandbox::host_statement;
 
 /// The queue's internal tables.
 pub(crate) const SCHEMA: &str = "
@@ -47,7 +48,8 @@ const EVENT_COLUMNS: &str =
 /// Whether the queue's tables exist (databases created before the queue
 /// existed get them at their next start).
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare(
+    host_statement(
+        conn,
         "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_queue'",
     )?
     .exists([])
@@ -96,13 +98,13 @@ pub(crate) fn append(
     now: i64,
     max_pending: u64,
 ) -> Result<i64, AppendError> {
-    let pending: i64 = conn
-        .prepare("SELECT count(*) FROM main._burrow_queue")?
+    let pending: i64 = host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
         .query_row([], |r| r.get(0))?;
     if pending as u64 >= max_pending {
         return Err(AppendError::Full(max_pending));
     }
-    conn.prepare(
+    host_statement(
+        conn,
         "INSERT INTO main._burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
     )?
     .execute(params![
@@ -118,9 +120,8 @@ pub(crate) fn append(
 /// Deletes a processed event; returns whether it was pending (a second
 /// deletion of the same event deletes nothing).
 pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    let deleted = conn
-        .prepare("DELETE FROM main._burrow_queue WHERE id = ?")?
-        .execute([id])?;
+    let deleted =
+        host_statement(conn, "DELETE FROM main._burrow_queue WHERE id = ?")?.execute([id])?;
     Ok(deleted == 1)
 }
 
@@ -146,16 +147,17 @@ pub(crate) fn record_failure(
     max_attempts: u32,
     retry_at: impl Fn(u32) -> i64,
 ) -> rusqlite::Result<AfterFailure> {
-    let attempts: Option<u32> = conn
-        .prepare("SELECT attempts FROM main._burrow_queue WHERE id = ?")?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+    let attempts: Option<u32> =
+        host_statement(conn, "SELECT attempts FROM main._burrow_queue WHERE id = ?")?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
     let Some(attempts) = attempts else {
         return Ok(AfterFailure::Gone);
     };
     let failed = attempts.saturating_add(1);
     if failed >= max_attempts {
-        conn.prepare(
+        host_statement(
+            conn,
             "INSERT INTO main._burrow_dead_letter
                  (id, type, payload, priority, grp, created_at, attempts, failed_at, error)
              SELECT id, type, payload, priority, grp, created_at, ?, ?, ?
@@ -166,7 +168,8 @@ pub(crate) fn record_failure(
         return Ok(AfterFailure::DeadLettered);
     }
     let at = retry_at(failed);
-    conn.prepare(
+    host_statement(
+        conn,
         "UPDATE main._burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
     )?
     .execute(params![failed, at, error, id])?;
@@ -204,7 +207,7 @@ pub(crate) fn due_events(
          ORDER BY {} LIMIT ?4",
         order_by(mode)
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = host_statement(conn, &sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     stmt.query_map(params![now, ids, groups, limit], event)?
         .collect()
@@ -213,7 +216,8 @@ pub(crate) fn due_events(
 /// Up to `limit` groups that have pending events, in name order. Each step
 /// is one index lookup, so this costs nothing like a scan of the queue.
 pub(crate) fn groups(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = host_statement(
+        conn,
         "WITH RECURSIVE g(grp, n) AS (
              SELECT (SELECT min(grp) FROM main._burrow_queue), 1
              UNION ALL
@@ -244,7 +248,7 @@ pub(crate) fn group_head(
          ORDER BY {} LIMIT ?4",
         order_by(mode)
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = host_statement(conn, &sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     stmt.query_map(params![group, now, ids, limit], |row| {
         Ok((event(row)?, row.get(9)?))
@@ -264,7 +268,7 @@ pub(crate) fn waiting_for_retry(
     conn: &Connection,
     now: i64,
 ) -> rusqlite::Result<HashMap<String, usize>> {
-    let mut stmt = conn.prepare_cached(WAITING_FOR_RETRY)?;
+    let mut stmt = host_statement(conn, WAITING_FOR_RETRY)?;
     stmt.query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
         .collect()
 }
@@ -272,13 +276,13 @@ pub(crate) fn waiting_for_retry(
 /// When the earliest pending event is due (0 for at once), or `None` if
 /// the queue is empty.
 pub(crate) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached("SELECT min(not_before) FROM main._burrow_queue")?
+    host_statement(conn, "SELECT min(not_before) FROM main._burrow_queue")?
         .query_row([], |r| r.get(0))
 }
 
 /// Number of pending events.
 pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
-    conn.prepare("SELECT count(*) FROM main._burrow_queue")?
+    host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
         .query_row([], |r| r.get::<_, i64>(0))
         .map(|n| n as u64)
 }
@@ -288,7 +292,7 @@ pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Q
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM main._burrow_queue ORDER BY priority, created_at, id LIMIT ?"
     );
-    conn.prepare(&sql)?
+    host_statement(conn, &sql)?
         .query_map([limit as i64], event)?
         .collect()
 }
@@ -306,14 +310,15 @@ pub(crate) fn pending_of_types(
          WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
          ORDER BY priority, created_at, id LIMIT ?2"
     );
-    conn.prepare(&sql)?
+    host_statement(conn, &sql)?
         .query_map(params![types, limit as i64], event)?
         .collect()
 }
 
 /// The dead letters, oldest failure first.
 pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
-    conn.prepare(
+    host_statement(
+        conn,
         "SELECT id, type, payload, priority, grp, created_at, attempts, failed_at, error
          FROM main._burrow_dead_letter ORDER BY failed_at, id LIMIT ?",
     )?
@@ -336,32 +341,33 @@ pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<
 /// Moves dead letter `id` back into the queue with no failed attempts, at
 /// its old place in the order. Returns whether there was such a dead letter.
 pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    let moved = conn
-        .prepare(
-            "INSERT INTO main._burrow_queue (id, type, payload, priority, grp, created_at)
+    let moved = host_statement(
+        conn,
+        "INSERT INTO main._burrow_queue (id, type, payload, priority, grp, created_at)
              SELECT id, type, payload, priority, grp, created_at
              FROM main._burrow_dead_letter WHERE id = ?",
-        )?
-        .execute([id])?;
-    conn.prepare("DELETE FROM main._burrow_dead_letter WHERE id = ?")?
-        .execute([id])?;
+    )?
+    .execute([id])?;
+    host_statement(conn, "DELETE FROM main._burrow_dead_letter WHERE id = ?")?.execute([id])?;
     Ok(moved > 0)
 }
 
 /// Deletes dead letter `id` for good. Returns whether there was one.
 pub(crate) fn discard(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare("DELETE FROM main._burrow_dead_letter WHERE id = ?")?
-        .execute([id])?
-        > 0)
+    Ok(
+        host_statement(conn, "DELETE FROM main._burrow_dead_letter WHERE id = ?")?.execute([id])?
+            > 0,
+    )
 }
 
 /// The recorded policy, or `None` if the instance has no queue.
 pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>> {
-    let row: Option<(String, Option<u32>)> = conn
-        .prepare("SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let row: Option<(String, Option<u32>)> = host_statement(
+        conn,
+        "SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1",
+    )?
+    .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()?;
     Ok(row.and_then(|(mode, concurrency)| {
         Some(QueuePolicy {
             mode: QueueMode::parse(&mode)?,
@@ -373,8 +379,11 @@ pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>>
 /// Records the policy (once, at creation or at the first start that
 /// offers one).
 pub(crate) fn record_policy(conn: &Connection, policy: &QueuePolicy) -> rusqlite::Result<()> {
-    conn.prepare("INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)")?
-        .execute(params![policy.mode.as_str(), policy.concurrency])?;
+    host_statement(
+        conn,
+        "INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)",
+    )?
+    .execute(params![policy.mode.as_str(), policy.concurrency])?;
     Ok(())
 }
 

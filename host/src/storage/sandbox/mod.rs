@@ -14,6 +14,7 @@ mod names;
 mod rules;
 mod schema_guard;
 
+use names::INTERNAL_PREFIX;
 pub(crate) use names::is_internal;
 pub(crate) use rules::refuse_statement;
 pub(crate) use schema_guard::SchemaGuard;
@@ -72,13 +73,18 @@ impl Sandbox {
 
     /// Prepares one guest statement through the connection's cache. A
     /// statement that changes the schema is never kept there: it is
-    /// prepared, and so authorized and guarded, every time it runs.
+    /// prepared, and so authorized and guarded, every time it runs. Nor is
+    /// one whose text names the host's prefix: the host's own statements
+    /// are kept there under such texts (see [`host_statement`]).
     pub(crate) fn prepare_cached<'c>(
         &self,
         conn: &'c Connection,
         sql: &str,
     ) -> rusqlite::Result<GuestStatement<'c>> {
         self.take_schema_change();
+        if sql.contains(INTERNAL_PREFIX) {
+            return Ok(GuestStatement::Uncached(conn.prepare(sql)?));
+        }
         let cached = conn.prepare_cached(sql)?;
         if !self.schema_change.load(Ordering::Relaxed) {
             return Ok(GuestStatement::Cached(cached));
@@ -128,6 +134,32 @@ impl Sandbox {
     }
 }
 
+/// Prepares one of the host's own statements through the connection's
+/// cache, so that the host does not parse its SQL again on every call.
+///
+/// The cache is looked up by text, and a statement the host prepared was
+/// never held to the guest rules: a guest that sent the same text and got
+/// the host's statement from the cache would run it unfenced. So a host
+/// statement is kept there only if its text names the host's prefix
+/// (`_burrow_`, as every host table and savepoint does), and a guest
+/// statement whose text contains that prefix is never looked up there
+/// ([`Sandbox::prepare_cached`]). A text without the prefix is refused
+/// here with `SQLITE_MISUSE`, which a test of every host path would meet.
+pub(crate) fn host_statement<'c>(
+    conn: &'c Connection,
+    sql: &str,
+) -> rusqlite::Result<CachedStatement<'c>> {
+    if !sql.contains(INTERNAL_PREFIX) {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
+            Some(format!(
+                "a host statement kept in the statement cache must name `{INTERNAL_PREFIX}`: {sql}"
+            )),
+        ));
+    }
+    conn.prepare_cached(sql)
+}
+
 /// A guest statement ready to run: from the connection's cache, or
 /// prepared for this run alone when it changes the schema.
 pub(crate) enum GuestStatement<'c> {
@@ -173,6 +205,36 @@ mod tests {
         let (conn, _sandbox) = guest_conn();
         conn.execute("INSERT INTO _burrow_state VALUES (1)", [])
             .unwrap();
+    }
+
+    /// The host's statements share the connection's statement cache with
+    /// the guest's; a guest that sends the text of one the host keeps
+    /// there gets a statement of its own, held to the guest rules.
+    #[test]
+    fn a_guest_never_runs_a_host_statement_from_the_cache() {
+        let (conn, sandbox) = guest_conn();
+        let host_sql = "SELECT count(*) FROM _burrow_state";
+        let count: i64 = host_statement(&conn, host_sql)
+            .unwrap()
+            .query_row([], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 0);
+        let _guest = sandbox.enter_guest();
+        for sql in [host_sql.to_owned(), format!("  {host_sql} ")] {
+            let refused = sandbox.prepare_cached(&conn, &sql).err();
+            assert!(refused.is_some(), "`{sql}` ran unfenced");
+            let denial = sandbox.take_denial().unwrap_or_default();
+            assert!(denial.contains("_burrow_state"), "{denial}");
+        }
+    }
+
+    #[test]
+    fn a_host_statement_without_the_prefix_is_not_kept() {
+        let (conn, _sandbox) = guest_conn();
+        let e = host_statement(&conn, "SELECT v FROM t")
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("must name `_burrow_`"), "{e}");
     }
 
     #[test]
