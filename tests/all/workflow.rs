@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use burrow::Host;
-use burrow::workflow::{EntryKind, WorkflowStatus, WorkflowView};
+use burrow::workflow::{EntryKind, EntryStatus, WorkflowStatus, WorkflowView};
 use serde_json::{Value, json};
 
 use crate::support::{call, counter, eventually, restart, start, workflow_probe};
@@ -535,4 +535,70 @@ async fn a_step_cannot_ask_for_a_timeout_past_the_host_maximum() {
         "{:?}",
         begun.elapsed()
     );
+}
+
+/// Consecutive steps of a run share their commits, and every step still
+/// runs once.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_steps_of_a_run_commit_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    let before = host.commits();
+    create(&host, "k", json!({"steps": 100})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(output(&view)["count"], 100);
+    let commits = host.commits() - before;
+    // The creation, a few batches, the end of the run: not one a step.
+    assert!(commits < 50, "{commits} commits for 100 steps");
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    assert_eq!(done.as_array().unwrap().len(), 100);
+    host.shutdown().await;
+}
+
+/// A step that calls another actor from inside a batch of steps: the run
+/// stops before the call, the steps before it commit, and the run goes on
+/// with its steps alone. The call goes out once, after they are durable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_from_a_step_goes_out_only_after_the_steps_before_it_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    let nap_ms = 1_000;
+    create(&host, "k", json!({ "call_nap_ms": nap_ms })).await;
+    let done_at = |view: &WorkflowView, name: &str| {
+        view.history
+            .iter()
+            .any(|e| e.kind == EntryKind::Step && e.name == name && e.status == EntryStatus::Done)
+    };
+    let begun = Instant::now();
+    let (mut before_call, mut call_done) = (None, None);
+    while call_done.is_none() {
+        assert!(
+            begun.elapsed() < LONG,
+            "the workflow did not get past its call"
+        );
+        let view = host.workflow(ACTOR, "k").unwrap();
+        if before_call.is_none() && done_at(&view, "before-call") {
+            before_call = Some(Instant::now());
+        }
+        if done_at(&view, "call") {
+            call_done = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (before_call, call_done) = (before_call.unwrap(), call_done.unwrap());
+    // Committed together, both would show at once.
+    assert!(
+        call_done - before_call >= Duration::from_millis(nap_ms / 2),
+        "step `before-call` was durable only {:?} before the call it precedes ended",
+        call_done - before_call
+    );
+    let view = finished(&host, "k").await;
+    let out = output(&view);
+    assert_eq!(out["napped"], 1, "{out}");
+    let done = call(&host, ACTOR, "k", "done", "[]").await;
+    assert_eq!(
+        done,
+        json!([["before-call", 1], ["call", 1], ["after-call", 1]])
+    );
+    host.shutdown().await;
 }

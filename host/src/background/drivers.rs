@@ -84,6 +84,9 @@ impl Background {
 /// [`STAY_FOR`], then records its mark.
 async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
     let (actor, key) = (&*address.actor, &*address.key);
+    // Once a step of a batch reached for another instance, this driver's
+    // runs commit every step alone.
+    let mut steps_alone = false;
     loop {
         // The instance is being destroyed: its workflow goes with it.
         if lease.is_closing() {
@@ -96,7 +99,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
         let end = host
             .core
             .with_cell(actor, key, Origin::MustExist, async |cell| {
-                cell.run_workflow().await
+                cell.run_workflow(steps_alone).await
             })
             .await;
         let kicked = host.drivers.kicked.lock().unwrap().remove(address);
@@ -107,6 +110,10 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
         let index = &host.core.store.marks();
         let marked = match end {
             Ok(RunEnd::Again) => continue,
+            Ok(RunEnd::AgainAlone) => {
+                steps_alone = true;
+                continue;
+            }
             Ok(RunEnd::Conflict) => {
                 drop(host);
                 tokio::select! {

@@ -89,6 +89,7 @@ impl Host for InstanceState {
                 "actors.call: the host is shutting down".into(),
             )));
         };
+        self.check_reaching_outside("actors.call")?;
         let (budget, timed_out) = self.wait_budget("actors.call", &actor, &key);
         self.effects.reached_outside = true;
         let call = outside.call(chain, &actor, &key, &action, &args);
@@ -115,6 +116,7 @@ impl Host for InstanceState {
                 "actors.send: the host is shutting down".into(),
             )));
         };
+        self.check_reaching_outside("actors.send")?;
         let (budget, timed_out) = self.wait_budget("actors.send", &actor, &key);
         self.effects.reached_outside = true;
         let send = outside.send(

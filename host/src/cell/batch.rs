@@ -32,6 +32,7 @@ use std::time::Instant;
 use crate::address::Address;
 use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
+use crate::storage::instance_db::Savepoint;
 
 use super::{Cell, storage_error};
 
@@ -239,7 +240,7 @@ impl Cell {
         op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
     ) -> Savepointed<T> {
         let name = self.name().clone();
-        if !alone && let Err(e) = self.db().begin_call() {
+        if !alone && let Err(e) = self.db().enter(Savepoint::Call) {
             return Savepointed::Undone(storage_error(&name, e));
         }
         let before = std::mem::take(&mut self.store.data_mut().effects);
@@ -263,12 +264,12 @@ impl Cell {
         }
         let kept = match &result {
             Ok(_) if alone => Ok(()),
-            Ok(_) => self.db().keep_call(),
+            Ok(_) => self.db().keep(Savepoint::Call),
             Err(_) if alone => {
                 self.db().rollback();
                 Ok(())
             }
-            Err(_) => self.db().undo_call(),
+            Err(_) => self.db().undo(Savepoint::Call),
         };
         match (result, kept) {
             (Ok(value), Ok(())) => {

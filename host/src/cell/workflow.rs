@@ -72,9 +72,11 @@ impl Cell {
     }
 
     /// Runs the instance's workflow once, from the start (replaying its
-    /// history), until it completes, fails, diverges or must wait. Each
-    /// step commits on its own; the run itself holds no transaction.
-    pub(crate) async fn run_workflow(&mut self) -> Result<RunEnd, Error> {
+    /// history), until it completes, fails, diverges or must wait. Its
+    /// steps commit in batches (`capability/workflow/step.rs`), or each
+    /// on its own with `steps_alone`; whatever the run's batch holds when
+    /// it stops commits before its end is recorded.
+    pub(crate) async fn run_workflow(&mut self, steps_alone: bool) -> Result<RunEnd, Error> {
         // Commit the start's transaction (migrate, wake) first, if the
         // instance just woke; the run itself holds no transaction.
         if self.starting.is_some() {
@@ -91,7 +93,7 @@ impl Cell {
         if record.status.is_final() {
             return Ok(RunEnd::Finished);
         }
-        self.store.data_mut().workflow = Some(RunState::default());
+        self.store.data_mut().workflow = Some(RunState::alone(steps_alone));
         let input = record.input;
         let result = self
             .call(
@@ -104,14 +106,29 @@ impl Cell {
             )
             .await;
         let state = self.store.data_mut();
-        let run = state.workflow.take().unwrap_or_default();
         // A step still open (a trap, or a guest that returned without
-        // ending it) is rolled back.
-        state.db.rollback();
+        // ending it) is rolled back to its savepoint; the steps before it
+        // commit.
+        if state
+            .workflow
+            .as_ref()
+            .is_some_and(|run| run.open.is_some())
+        {
+            let lost = state.transaction_lost.is_some();
+            state.undo_step(lost);
+        }
         state.discard_effects();
         state.transaction_lost = None;
+        let committed = state.commit_steps();
+        // Nothing else of the run stays open.
+        state.db.rollback();
+        let run = state.workflow.take().unwrap_or_default();
         state.mode = Mode::Idle;
         self.queue_grew |= run.committed_appends;
+        committed.map_err(|e| self.storage_error(e))?;
+        if run.restart_alone {
+            return Ok(RunEnd::AgainAlone);
+        }
         let now = now_ms();
         let (status, output, error, wait) = match result {
             Err(Error::Conflict { .. }) => return Ok(RunEnd::Conflict),
@@ -222,6 +239,9 @@ pub(crate) enum RunEnd {
     Idle,
     /// Run again now (a step's attempt failed by a trap and was recorded).
     Again,
+    /// Run again now, and from now on with every step alone: a step in a
+    /// batch reached for another instance (the batch before it committed).
+    AgainAlone,
     /// A step met a concurrent call of the instance; run again shortly.
     Conflict,
 }

@@ -1,7 +1,8 @@
 //! What the host tracks while one run of a workflow is going on.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::commit::Effects;
 use crate::bindings::workflow::StepOptions;
 
 /// The state of one run, kept in the store while the guest runs.
@@ -18,6 +19,24 @@ pub(crate) struct RunState {
     pub(crate) diverged: Option<String>,
     /// A committed step appended to the queue.
     pub(crate) committed_appends: bool,
+    /// The steps that ended well and wait in the open transaction for
+    /// their commit (see `capability/workflow/step.rs`).
+    pub(crate) batch: Option<StepBatch>,
+    /// Every step commits on its own, and before it begins: set for the
+    /// runs after one whose step reached another instance in a batch.
+    pub(crate) steps_alone: bool,
+    /// A step of a batch reached for another instance: the run stops, the
+    /// steps before it commit, and the run starts again with its steps
+    /// alone.
+    pub(crate) restart_alone: bool,
+}
+
+/// Steps of a run that ended well, in one open transaction, each kept from
+/// its savepoint; they commit together, with their effects.
+pub(crate) struct StepBatch {
+    pub(crate) begun: Instant,
+    pub(crate) steps: usize,
+    pub(crate) effects: Effects,
 }
 
 impl Default for RunState {
@@ -33,6 +52,19 @@ impl Default for RunState {
             waits_for_queue: None,
             diverged: None,
             committed_appends: false,
+            batch: None,
+            steps_alone: false,
+            restart_alone: false,
+        }
+    }
+}
+
+impl RunState {
+    /// A run whose steps commit one by one (see [`RunState::steps_alone`]).
+    pub(crate) fn alone(steps_alone: bool) -> RunState {
+        RunState {
+            steps_alone,
+            ..RunState::default()
         }
     }
 }
@@ -101,4 +133,7 @@ pub(crate) struct OpenStep {
     pub(crate) options: StepOptions,
     /// How long this attempt may run.
     pub(crate) timeout: Duration,
+    /// The step began in a transaction that held other steps or entries
+    /// of the run, not yet committed: it may not reach another instance.
+    pub(crate) batched: bool,
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::sandbox::Sandbox;
+use super::sandbox::{Sandbox, host_statement};
 use super::wal::Wal;
 use crate::config::{
     DB_BUSY_TIMEOUT, MAX_LIKE_PATTERN_BYTES, MAX_SQL_BYTES, MAX_SQL_PARAMS, MAX_SQL_PROGRAM_OPS,
@@ -13,19 +13,40 @@ use crate::config::{
 use crate::deadline::Deadline;
 use crate::watchdog::Watch;
 
-/// Guest statements prepared once per connection and kept.
-///
-/// The cache holds guest statements only: the authorizer runs when a
-/// statement is prepared, so a host statement found in the cache by a guest
-/// that sent the same text would skip it. The host's own statements are
-/// therefore prepared with `prepare`, never `prepare_cached`.
-const STATEMENT_CACHE: usize = 64;
-/// The savepoint around one call of a batch. Guest SQL may not name
-/// savepoints `_burrow*` (`sandbox/rules.rs`), so no guest statement can
-/// release it or roll back past it.
-const CALL_SAVEPOINT_BEGIN: &str = "SAVEPOINT _burrow_call";
-const CALL_SAVEPOINT_KEEP: &str = "RELEASE _burrow_call";
-const CALL_SAVEPOINT_UNDO: &str = "ROLLBACK TO _burrow_call; RELEASE _burrow_call";
+/// Statements prepared once per connection and kept: the guest's, and the
+/// host's own, which `sandbox::host_statement` keeps apart from them.
+const STATEMENT_CACHE: usize = 128;
+/// The savepoints the host opens inside a transaction that holds several
+/// operations. Guest SQL may not name savepoints `_burrow*`
+/// (`sandbox/rules.rs`), so no guest statement can release one or roll
+/// back past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Savepoint {
+    /// Around one call of a batch of calls or one event of a run of queue
+    /// events (`cell/batch.rs`, `cell/queue.rs`).
+    Call,
+    /// Around one step of a workflow run whose steps commit together, or
+    /// one write of its orchestration code between them
+    /// (`capability/workflow`).
+    Step,
+}
+
+impl Savepoint {
+    fn sql(self) -> [&'static str; 3] {
+        match self {
+            Savepoint::Call => [
+                "SAVEPOINT _burrow_call",
+                "RELEASE _burrow_call",
+                "ROLLBACK TO _burrow_call",
+            ],
+            Savepoint::Step => [
+                "SAVEPOINT _burrow_step",
+                "RELEASE _burrow_step",
+                "ROLLBACK TO _burrow_step",
+            ],
+        }
+    }
+}
 /// SQLite virtual-machine steps between checks of the call deadline.
 const PROGRESS_STEPS: i32 = 10_000;
 
@@ -108,14 +129,12 @@ impl InstanceDb {
 
     /// The recorded creation, or `None` for a database that was never created.
     pub(crate) fn created_at(&self) -> rusqlite::Result<Option<i64>> {
-        let created = self
-            .conn
-            .query_row(
-                "SELECT created_at FROM main._burrow_instance WHERE id = 1",
-                [],
-                |r| r.get(0),
-            )
-            .optional();
+        let created = host_statement(
+            &self.conn,
+            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
+        )
+        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+        .optional();
         match created {
             // A database without the internal tables was never created.
             Err(rusqlite::Error::SqlInputError { ref msg, .. })
@@ -161,11 +180,11 @@ impl InstanceDb {
         key: &str,
         now_ms: i64,
     ) -> rusqlite::Result<()> {
-        self.conn
-            .prepare(
-                "INSERT INTO main._burrow_instance (id, actor, key, created_at) VALUES (1, ?, ?, ?)",
-            )?
-            .execute(rusqlite::params![actor, key, now_ms])?;
+        host_statement(
+            &self.conn,
+            "INSERT INTO main._burrow_instance (id, actor, key, created_at) VALUES (1, ?, ?, ?)",
+        )?
+        .execute(rusqlite::params![actor, key, now_ms])?;
         Ok(())
     }
 
@@ -174,12 +193,12 @@ impl InstanceDb {
     }
 
     pub(crate) fn write_state(&self, value: &[u8]) -> rusqlite::Result<()> {
-        self.conn
-            .prepare(
-                "INSERT INTO main._burrow_state (id, value) VALUES (1, ?)
-                 ON CONFLICT (id) DO UPDATE SET value = excluded.value",
-            )?
-            .execute([value])?;
+        host_statement(
+            &self.conn,
+            "INSERT INTO main._burrow_state (id, value) VALUES (1, ?)
+             ON CONFLICT (id) DO UPDATE SET value = excluded.value",
+        )?
+        .execute([value])?;
         Ok(())
     }
 
@@ -191,22 +210,26 @@ impl InstanceDb {
         self.conn.execute_batch("COMMIT")
     }
 
-    /// Opens the savepoint of one call in a batch (a transaction shared
-    /// by several calls, see `cell/batch.rs`).
-    pub(crate) fn begin_call(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch(CALL_SAVEPOINT_BEGIN)
+    /// Opens `savepoint` (inside the open transaction).
+    pub(crate) fn enter(&self, savepoint: Savepoint) -> rusqlite::Result<()> {
+        host_statement(&self.conn, savepoint.sql()[0])?.execute([])?;
+        Ok(())
     }
 
-    /// Keeps the writes of the call since [`InstanceDb::begin_call`] (and
+    /// Keeps the writes since [`InstanceDb::enter`] of `savepoint` (and
     /// ends every savepoint the guest left open inside it).
-    pub(crate) fn keep_call(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch(CALL_SAVEPOINT_KEEP)
+    pub(crate) fn keep(&self, savepoint: Savepoint) -> rusqlite::Result<()> {
+        host_statement(&self.conn, savepoint.sql()[1])?.execute([])?;
+        Ok(())
     }
 
-    /// Undoes the writes of the call since [`InstanceDb::begin_call`],
+    /// Undoes the writes since [`InstanceDb::enter`] of `savepoint`,
     /// leaving the rest of the transaction as it was.
-    pub(crate) fn undo_call(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch(CALL_SAVEPOINT_UNDO)
+    pub(crate) fn undo(&self, savepoint: Savepoint) -> rusqlite::Result<()> {
+        let [_, release, rollback_to] = savepoint.sql();
+        host_statement(&self.conn, rollback_to)?.execute([])?;
+        host_statement(&self.conn, release)?.execute([])?;
+        Ok(())
     }
 
     /// Rolls back the open transaction, if there is one.
@@ -258,7 +281,7 @@ pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Reads the state value through any connection to an instance database.
 pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare("SELECT value FROM main._burrow_state WHERE id = 1")?
+    host_statement(conn, "SELECT value FROM main._burrow_state WHERE id = 1")?
         .query_row([], |r| r.get(0))
         .optional()
 }

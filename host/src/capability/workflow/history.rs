@@ -8,7 +8,7 @@
 use crate::bindings::workflow::Interrupt;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, storage_trap};
-use crate::storage::instance_db::now_ms;
+use crate::storage::instance_db::{Savepoint, now_ms};
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
 
 impl InstanceState {
@@ -45,11 +45,27 @@ impl InstanceState {
         workflow_db::put_entry(&self.db.conn, entry).map_err(storage_trap)
     }
 
-    /// Runs host statements of orchestration code in one transaction.
+    /// Runs host statements of orchestration code together: in a
+    /// savepoint of the run's batch of steps if it has one (they commit
+    /// with it), else in a transaction of their own.
     pub(super) fn in_transaction(
         &self,
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()>,
     ) -> wasmtime::Result<()> {
+        if self
+            .workflow
+            .as_ref()
+            .is_some_and(|run| run.batch.is_some())
+        {
+            self.db.enter(Savepoint::Step).map_err(storage_trap)?;
+            return match f(&self.db.conn) {
+                Ok(()) => self.db.keep(Savepoint::Step).map_err(storage_trap),
+                Err(e) => {
+                    let _ = self.db.undo(Savepoint::Step);
+                    Err(storage_trap(e))
+                }
+            };
+        }
         self.db.begin().map_err(storage_trap)?;
         let committed = f(&self.db.conn).and_then(|()| {
             self.commit_stage

@@ -1,21 +1,32 @@
 //! A step's attempts. `begin-step` replays a step that finished (its
-//! output or its terminal failure) or opens a transaction for the next
-//! attempt, once a retry's backoff is over; `end-step` commits the attempt
-//! with the step's history entry, or rolls it back and records a retry or
-//! a terminal failure.
+//! output or its terminal failure) or opens a savepoint for the next
+//! attempt, once a retry's backoff is over; `end-step` keeps the attempt
+//! with the step's history entry, or rolls it back to the savepoint and
+//! records a retry or a terminal failure.
+//!
+//! Consecutive steps of a run share one transaction (the run's
+//! [`StepBatch`]): the first begins it, each keeps its writes from its own
+//! savepoint, and they commit together, with their effects, once the batch
+//! is full or old ([`MAX_BATCH_CALLS`], [`MAX_BATCH_TIME`]), after a step
+//! that reached another instance, and when the run stops. Nothing of a
+//! step leaves the instance before its commit. A step that would reach
+//! another instance from inside a batch stops the run instead
+//! ([`InstanceState::check_reaching_outside`]): the steps before it
+//! commit, and the run starts again with every step alone, so that a call
+//! never goes out before the steps it follows are durable.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::history::new_entry;
 use crate::bindings::types::Failure;
 use crate::bindings::workflow::{
     FailureKind, Interrupt, StepFailure, StepOptions, StepOutcome, StepStart,
 };
-use crate::config::{MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
+use crate::config::{MAX_BATCH_CALLS, MAX_BATCH_TIME, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::instance::output::failure_text;
-use crate::instance::workflow_run::OpenStep;
+use crate::instance::workflow_run::{OpenStep, StepBatch};
 use crate::instance::{InstanceState, Mode, storage_trap};
-use crate::storage::instance_db::now_ms;
+use crate::storage::instance_db::{Savepoint, now_ms};
 use crate::storage::queue::retry_delay;
 use crate::storage::workflow::{EntryKind, EntryStatus, HistoryEntry};
 
@@ -56,7 +67,26 @@ pub(super) fn begin_step(
             return Ok(Err(Interrupt::Invalid(format!("step `{name}`: {refusal}"))));
         }
     };
-    instance.db.begin().map_err(storage_trap)?;
+    // A batch past its time (orchestration code ran long since its last
+    // step) commits before the next step joins it.
+    let run = instance.run();
+    let old = run
+        .batch
+        .as_ref()
+        .is_some_and(|b| b.begun.elapsed() >= MAX_BATCH_TIME);
+    if run.steps_alone || old {
+        instance.commit_steps().map_err(storage_trap)?;
+    }
+    let batched = instance.run().batch.is_some();
+    if !batched {
+        instance.db.begin().map_err(storage_trap)?;
+        instance.run().batch = Some(StepBatch {
+            begun: Instant::now(),
+            steps: 0,
+            effects: Default::default(),
+        });
+    }
+    instance.db.enter(Savepoint::Step).map_err(storage_trap)?;
     instance.discard_effects();
     instance.deadline.start(timeout);
     instance.mode = Mode::Step;
@@ -66,6 +96,7 @@ pub(super) fn begin_step(
         attempt,
         options,
         timeout,
+        batched,
     });
     Ok(Ok(StepStart::Run(attempt)))
 }
@@ -85,6 +116,7 @@ pub(super) fn end_step(
     };
     instance.mode = Mode::Orchestration;
     instance.deadline.start(instance.call_timeout);
+    let lost = instance.transaction_lost.take();
     let (kind, failure) = match outcome {
         StepOutcome::Ok(output) if output.len() > MAX_RESULT_BYTES => (
             Some(FailureKind::Critical),
@@ -96,7 +128,7 @@ pub(super) fn end_step(
                 ),
             },
         ),
-        StepOutcome::Ok(output) => match instance.transaction_lost.take() {
+        StepOutcome::Ok(output) => match &lost {
             Some(cause) => (
                 None,
                 Failure {
@@ -105,7 +137,7 @@ pub(super) fn end_step(
                 },
             ),
             None => {
-                instance.commit_step(&open, output)?;
+                instance.keep_step(&open, output)?;
                 return Ok(Ok(None));
             }
         },
@@ -113,18 +145,32 @@ pub(super) fn end_step(
         StepOutcome::Critical(f) => (Some(FailureKind::Critical), f),
         StepOutcome::Rollback(f) => (Some(FailureKind::Rollback), f),
     };
-    instance.db.rollback();
-    instance.discard_effects();
-    instance.transaction_lost = None;
-    match instance.record_step_failure(&open, kind, &failure.code, &failure.message)? {
+    let batch_lost = instance.undo_step(lost.is_some());
+    let recorded = instance.record_step_failure(&open, kind, &failure.code, &failure.message)?;
+    if batch_lost && open.batched {
+        // The steps before this one went with the transaction, after the
+        // orchestration code saw their outputs: the run replays them now.
+        let what = format!("the steps before `{}`, rolled back by SQLite", open.name);
+        instance.run().wait_until(now_ms(), what);
+        return Ok(Err(Interrupt::Suspend));
+    }
+    match recorded {
         Some(terminal) => Ok(Ok(Some(terminal))),
         None => Ok(Err(Interrupt::Suspend)),
     }
 }
 
 impl InstanceState {
-    /// Commits the open step's transaction with its history entry.
-    fn commit_step(&mut self, open: &OpenStep, output: String) -> wasmtime::Result<()> {
+    /// Keeps the open step's writes with its history entry in the run's
+    /// batch, and commits the batch if it is due.
+    fn keep_step(&mut self, open: &OpenStep, output: String) -> wasmtime::Result<()> {
+        if self.db.conn.is_autocommit() {
+            // Never record a step whose writes are gone.
+            return Err(wasmtime::Error::msg(format!(
+                "the transaction of step `{}` ended before the step did",
+                open.name
+            )));
+        }
         let mut entry = new_entry(
             open.location.clone(),
             EntryKind::Step,
@@ -134,9 +180,90 @@ impl InstanceState {
         entry.output = Some(output);
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
-        let appended = self.commit_transaction().map_err(storage_trap)?.appended;
-        self.run().committed_appends |= appended;
+        self.db.keep(Savepoint::Step).map_err(storage_trap)?;
+        let effects = std::mem::take(&mut self.effects);
+        let run = self.run();
+        let steps_alone = run.steps_alone;
+        let Some(batch) = run.batch.as_mut() else {
+            return Err(wasmtime::Error::msg(format!(
+                "step `{}` ended outside the run's transaction",
+                open.name
+            )));
+        };
+        batch.steps += 1;
+        batch.effects.absorb(effects);
+        let due = steps_alone
+            || batch.effects.reached_outside
+            || batch.steps >= MAX_BATCH_CALLS
+            || batch.begun.elapsed() >= MAX_BATCH_TIME;
+        if due {
+            self.commit_steps().map_err(storage_trap)?;
+        }
         Ok(())
+    }
+
+    /// Rolls the open step back to its savepoint, with its effects. Returns
+    /// whether the whole transaction went instead (`lost`: SQLite rolled it
+    /// back already), and with it the run's batch.
+    pub(crate) fn undo_step(&mut self, lost: bool) -> bool {
+        self.discard_effects();
+        self.transaction_lost = None;
+        let undone =
+            !lost && !self.db.conn.is_autocommit() && self.db.undo(Savepoint::Step).is_ok();
+        if undone {
+            return false;
+        }
+        self.db.rollback();
+        if let Some(run) = self.workflow.as_mut() {
+            run.batch = None;
+        }
+        true
+    }
+
+    /// Commits the run's batch of steps, if it has one, with their
+    /// effects. A failed commit rolls the batch back.
+    pub(crate) fn commit_steps(&mut self) -> rusqlite::Result<()> {
+        let Some(batch) = self.workflow.as_mut().and_then(|run| run.batch.take()) else {
+            return Ok(());
+        };
+        match self
+            .commit_stage
+            .commit(&self.name, &self.db, batch.effects)
+        {
+            Ok(committed) => {
+                if let Some(run) = self.workflow.as_mut() {
+                    run.committed_appends |= committed.appended;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.db.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    /// Before a call or send of a step reaches another instance: a step
+    /// that began inside a batch may not, since the steps and entries
+    /// before it have not committed. The run stops with a trap, and its
+    /// driver runs it again with every step alone
+    /// ([`RunState::steps_alone`](crate::instance::workflow_run::RunState)).
+    pub(crate) fn check_reaching_outside(&mut self, call: &str) -> wasmtime::Result<()> {
+        let in_step = self.mode == Mode::Step;
+        let Some(run) = self.workflow.as_mut() else {
+            return Ok(());
+        };
+        match &run.open {
+            Some(open) if in_step && open.batched => {
+                run.restart_alone = true;
+                Err(wasmtime::Error::msg(format!(
+                    "{call} in step `{}`: the steps before it commit first, and the run \
+                     starts again with its steps alone",
+                    open.name
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Records a failed attempt of `open` (its transaction rolled back

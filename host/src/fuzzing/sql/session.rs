@@ -425,12 +425,14 @@ impl SqlSession {
             };
             let fired = fired(&s.db.conn);
             let ended = s.end_step(outcome);
+            // The run ends here: its batch of steps commits.
+            let committed = s.commit_steps();
             if fired != self::fired(&s.db.conn) {
                 problems.push(
                     "a guest trigger fired inside the host's own statements of end-step".into(),
                 );
             }
-            if !trapped && matches!(ended, Ok(Ok(None))) {
+            if !trapped && matches!(ended, Ok(Ok(None))) && committed.is_ok() {
                 self.model.commit();
             }
         }

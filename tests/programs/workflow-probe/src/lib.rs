@@ -65,6 +65,10 @@ struct Config {
     /// A step `old` that a later run of the same wasm instance no longer
     /// has (it says `removed` instead), then a version check.
     remove_step: bool,
+    /// Step `before-call`, then step `call`, which calls action `nap` of
+    /// `workflow-probe/callee` (it sleeps this many ms), then step
+    /// `after-call`.
+    call_nap_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -382,6 +386,16 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
     if let Some(latest) = config.version {
         output.insert("version".into(), json!(ctx.version("shape", latest)?));
     }
+    if let Some(ms) = config.call_nap_ms {
+        ctx.step("before-call", || add_one("before-call"))?;
+        let napped: u64 = ctx.step("call", || {
+            let napped = actors::call("workflow-probe", "callee", "nap", &(ms,))?;
+            add_one("call")?;
+            Ok(napped)
+        })?;
+        ctx.step("after-call", || add_one("after-call"))?;
+        output.insert("napped".into(), json!(napped));
+    }
     let total = ctx.step("total", count)?;
     output.insert("count".into(), json!(total));
     Ok(Json::Object(output))
@@ -417,6 +431,14 @@ fn pay(n: i64) -> Result<()> {
     Ok(())
 }
 
+/// Sleeps `ms` and counts the naps this instance took.
+fn nap(ms: u64) -> Result<u64> {
+    std::thread::sleep(Duration::from_millis(ms));
+    let naps = state::get::<u64>()?.unwrap_or(0) + 1;
+    state::set(&naps)?;
+    Ok(naps)
+}
+
 /// Calls a workflow import from an action: the host refuses it.
 fn workflow_call_in_action() -> Result<String> {
     match burrow_sdk::wit::burrow::actor::workflow::now() {
@@ -428,5 +450,5 @@ fn workflow_call_in_action() -> Result<String> {
 burrow_sdk::actor! {
     migrate: migrate,
     workflow: run,
-    actions: [count, done, pay, workflow_call_in_action],
+    actions: [count, done, pay, nap, workflow_call_in_action],
 }
