@@ -12,12 +12,14 @@
 //! held). The caller hears back only after this returns.
 //!
 //! A transaction here may hold several operations (a batch of calls, a
-//! run of queue events: `cell/batch.rs`); its effects are theirs together.
-//! A commit that syncs (`synchronous = full`) while other instances run
-//! an operation waits for the disk off the async workers, so that those
+//! run of queue events: `cell/batch.rs`; a batch of workflow steps:
+//! `capability/workflow/step.rs`); its effects are theirs together. A
+//! commit that syncs (`synchronous = full`) while other instances run an
+//! operation waits for the disk off the async workers, so that those
 //! instances' commits wait for it at the same time; the log's checkpoint
-//! runs after the commit, off the workers too (`storage/wal.rs`). Shipping a commit
-//! to other machines before it is acknowledged belongs here too.
+//! starts after the commit, beside the instance's work (`storage/wal.rs`).
+//! Shipping a commit to other machines before it is acknowledged belongs
+//! here too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -142,7 +144,10 @@ impl CommitStage {
             commit()??;
         }
         self.commits.fetch_add(1, Ordering::Relaxed);
-        db.wal.checkpoint_if_due(&db.conn);
+        // Beside the instance's work only while other instances work too
+        // (see `storage/wal.rs`).
+        let beside = self.operations.load(Ordering::Relaxed) > 1;
+        db.wal.checkpoint_if_due(&db.conn, beside);
         if !events.is_empty()
             && let Some(hub) = &self.hub
         {

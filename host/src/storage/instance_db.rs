@@ -118,7 +118,7 @@ impl InstanceDb {
         )?;
         let sandbox = Sandbox::default();
         sandbox.install(&mut conn)?;
-        let wal = Wal::watch(&mut conn, synchronous)?;
+        let wal = Wal::watch(&mut conn, synchronous, path)?;
         Ok(InstanceDb {
             conn,
             sandbox,
