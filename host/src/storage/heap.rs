@@ -17,6 +17,7 @@ use std::alloc::Layout;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rusqlite::ffi;
 
@@ -48,6 +49,40 @@ thread_local! {
     static CURRENT: Cell<*const Account<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
+/// Whether SQLite keeps its process-wide memory statistics (see
+/// [`keep_statistics`]).
+static STATISTICS: AtomicBool = AtomicBool::new(cfg!(test));
+
+/// Asks SQLite to keep its process-wide memory statistics
+/// (`sqlite3_memory_used`, `sqlite3_memory_highwater`), for a harness that
+/// checks the bound from outside. Call it before any connection opens.
+/// The host does without: SQLite takes one process-wide lock for every
+/// allocation to keep them, and threads that meet at that lock on a
+/// small machine wait for each other's time slices (a tenth of a
+/// statement's wait in the profile of many busy instances). Burrow's own
+/// bound needs no statistics: each statement's account is its thread's.
+pub(crate) fn keep_statistics() {
+    STATISTICS.store(true, Ordering::Relaxed);
+}
+
+/// Whether SQLite keeps its memory statistics in this process (it decides
+/// when the first connection opens).
+pub(crate) fn statistics_kept() -> bool {
+    install();
+    let mut current: c_int = 0;
+    let mut highwater: c_int = 0;
+    // SAFETY: reads one of SQLite's status counters into the two locals.
+    let rc = unsafe {
+        ffi::sqlite3_status(
+            ffi::SQLITE_STATUS_MEMORY_USED,
+            &mut current,
+            &mut highwater,
+            0,
+        )
+    };
+    rc == ffi::SQLITE_OK && highwater > 0
+}
+
 /// Installs Burrow's allocator into SQLite. Call it before any connection
 /// opens; returns whether the allocator is in place (it cannot be once
 /// SQLite has initialized, which only code outside Burrow could have made
@@ -55,6 +90,10 @@ thread_local! {
 pub(crate) fn install() -> bool {
     static INSTALLED: OnceLock<bool> = OnceLock::new();
     *INSTALLED.get_or_init(|| {
+        let statistics = c_int::from(STATISTICS.load(Ordering::Relaxed));
+        // SAFETY: a configuration call before SQLite initializes, like the
+        // one below; it fails harmlessly (the statistics stay on) after.
+        unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_MEMSTATUS, statistics) };
         let methods = ffi::sqlite3_mem_methods {
             xMalloc: Some(x_malloc),
             xFree: Some(x_free),

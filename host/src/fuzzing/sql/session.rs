@@ -46,7 +46,13 @@ impl SqlSession {
     /// action's transaction, with the guest's table `fired` where the
     /// grammar's triggers record that they fired.
     pub fn new() -> SqlSession {
+        // The memory bound is checked against SQLite's own statistics.
+        crate::storage::heap::keep_statistics();
         let mut session = ImportSession::new();
+        assert!(
+            crate::storage::heap::statistics_kept(),
+            "SQLite keeps no memory statistics in this process: the memory bound cannot be checked"
+        );
         let s = &mut session.state;
         s.deadline.clear();
         s.call_timeout = DEADLINE;
