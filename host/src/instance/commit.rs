@@ -137,8 +137,10 @@ impl CommitStage {
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
         // the disk together. Alone, the hand-off would cost more than it
-        // frees.
-        if db.wal.syncs_every_commit() && self.operations.load(Ordering::Relaxed) > 1 {
+        // frees. In `normal` mode too, the commit that starts the log over
+        // after a checkpoint syncs.
+        let syncs = db.wal.syncs_every_commit() || db.wal.starts_over();
+        if syncs && self.operations.load(Ordering::Relaxed) > 1 {
             crate::blocking::off_worker(commit)??;
         } else {
             commit()??;
