@@ -58,9 +58,10 @@ static STATISTICS: AtomicBool = AtomicBool::new(cfg!(test));
 /// checks the bound from outside. Call it before any connection opens.
 /// The host does without: SQLite takes one process-wide lock for every
 /// allocation to keep them, and threads that meet at that lock on a
-/// small machine wait for each other's time slices (a tenth of a
-/// statement's wait in the profile of many busy instances). Burrow's own
-/// bound needs no statistics: each statement's account is its thread's.
+/// small machine wait for each other's time slices (in a profile of W2
+/// over HTTP on two cores, most of the time the workers slept inside
+/// SQLite). Burrow's own bound needs no statistics: each statement's
+/// account is its thread's.
 pub(crate) fn keep_statistics() {
     STATISTICS.store(true, Ordering::Relaxed);
 }
