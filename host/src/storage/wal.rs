@@ -283,17 +283,25 @@ impl Drop for Wal {
 mod tests {
     use super::*;
 
-    /// The log grows past the mark without a checkpoint inside a commit,
-    /// and the checkpoint after the commit copies it whole: the log
-    /// starts over at the next write.
-    #[test]
-    fn the_log_is_checkpointed_after_the_commit() {
+    /// A database in WAL mode in a new directory, its log watched, with a
+    /// table `t (x COLUMN_TYPE)`.
+    fn watched(column_type: &str) -> (tempfile::TempDir, Connection, Wal) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sqlite");
         let mut conn = Connection::open(&path).unwrap();
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         let wal = Wal::watch(&mut conn, Synchronous::Normal, &path).unwrap();
-        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        conn.execute_batch(&format!("CREATE TABLE t (x {column_type})"))
+            .unwrap();
+        (dir, conn, wal)
+    }
+
+    /// The log grows past the mark without a checkpoint inside a commit,
+    /// and the checkpoint after the commit copies it whole: the log
+    /// starts over at the next write.
+    #[test]
+    fn the_log_is_checkpointed_after_the_commit() {
+        let (_dir, conn, wal) = watched("BLOB");
         let page = vec![0u8; 4096];
         let mut inserted = 0;
         while wal.pages() < CHECKPOINT_PAGES + 100 {
@@ -321,12 +329,7 @@ mod tests {
     /// and only then.
     #[test]
     fn the_commit_that_starts_the_log_over_is_known_before_it_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("i.sqlite");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        let wal = Wal::watch(&mut conn, Synchronous::Normal, &path).unwrap();
-        conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
+        let (_dir, conn, wal) = watched("INTEGER");
         // A commit as the commit stage makes it; true if it started the
         // log over.
         let commit = |beside: bool| {
@@ -363,12 +366,7 @@ mod tests {
     /// connection open (the last close removes the log file).
     #[test]
     fn the_checkpoint_runs_beside_the_instance_and_ends_with_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("i.sqlite");
-        let mut conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        let wal = Wal::watch(&mut conn, Synchronous::Normal, &path).unwrap();
-        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let (dir, conn, wal) = watched("BLOB");
         let page = vec![0u8; 4096];
         let mut inserted = 0;
         let mut started_over = false;
