@@ -39,7 +39,8 @@ use serde_json::value::RawValue;
 pub use instance::Instance;
 pub use subscription::{Event, Subscription};
 pub use wire::{
-    ErrorBody, ErrorDetail, EventResult, Hello, KeyList, Lagged, SendOptions, SendOutcome,
+    ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendOptions,
+    SendOutcome,
 };
 
 use wire::SendBody;
@@ -165,6 +166,14 @@ impl Client {
         let (status, text) = self.request(self.http.get(url)).await?;
         let keys: KeyList = decode(Some(status), &text, "the list of keys")?;
         Ok(keys.keys)
+    }
+
+    /// The hosts of the cluster the server is part of, with the leases
+    /// each holds (an error `no-cluster` from a server that runs alone).
+    pub async fn cluster_status(&self) -> Result<Value, ClientError> {
+        let url = format!("{}/cluster", self.base);
+        let (status, text) = self.request(self.http.get(url)).await?;
+        decode(Some(status), &text, "the cluster's status")
     }
 
     fn instance_url(&self, actor: &str, key: &str) -> String {

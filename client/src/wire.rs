@@ -147,6 +147,21 @@ pub struct ErrorDetail {
     pub code: String,
     /// What happened, for people.
     pub message: String,
+    /// For an error the actor's code returned (`action-failed`,
+    /// `connection-refused`): its own code and message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestFailure>,
+}
+
+/// An error an actor's code returned, as it gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestFailure {
+    /// What the actor was doing (`the call`, `process`, ...).
+    pub during: String,
+    /// The actor's code.
+    pub code: String,
+    /// The actor's message.
+    pub message: String,
 }
 
 /// The keys of an actor's instances: `{"keys": [...]}`.
@@ -255,6 +270,7 @@ mod tests {
             error: ErrorDetail {
                 code: "unknown-actor".into(),
                 message: "unknown actor `x`".into(),
+                guest: None,
             },
         };
         let text = r#"{"error":{"code":"unknown-actor","message":"unknown actor `x`"}}"#;

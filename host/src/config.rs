@@ -171,6 +171,80 @@ impl Default for ActorOptions {
     }
 }
 
+/// Default lease of a cluster member: how long its instances stay its own
+/// after its last heartbeat.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(5);
+/// Default time between a cluster member's heartbeats.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(1);
+/// Default safety margin of a lease: a member stops serving this long
+/// before its lease expires by its own clock, and another takes its
+/// instances over this long after it expired by PostgreSQL's.
+pub const DEFAULT_LEASE_MARGIN: Duration = Duration::from_secs(1);
+
+/// Several hosts sharing one actor space through PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// The PostgreSQL connection string.
+    pub url: String,
+    /// This host's name (its id in the cluster is the name and a suffix
+    /// that is new at every start).
+    pub name: String,
+    /// The base URL other hosts reach this one at (`http://host:port`).
+    pub advertise: String,
+    /// How long a member's instances stay its own after its last
+    /// heartbeat.
+    pub lease: Duration,
+    /// Time between heartbeats.
+    pub heartbeat: Duration,
+    /// The safety margin of a lease (see [`DEFAULT_LEASE_MARGIN`]).
+    pub margin: Duration,
+}
+
+impl ClusterConfig {
+    /// A cluster at `url` with the default lease, heartbeat and margin.
+    pub fn new(
+        url: impl Into<String>,
+        name: impl Into<String>,
+        advertise: impl Into<String>,
+    ) -> ClusterConfig {
+        ClusterConfig {
+            url: url.into(),
+            name: name.into(),
+            advertise: advertise.into(),
+            lease: DEFAULT_LEASE,
+            heartbeat: DEFAULT_HEARTBEAT,
+            margin: DEFAULT_LEASE_MARGIN,
+        }
+    }
+
+    /// Checks that the timings fit together: a heartbeat well within the
+    /// time a lease is served, and a margin shorter than the lease.
+    pub fn check(&self) -> Result<(), String> {
+        if self.margin.is_zero() || self.margin * 2 >= self.lease {
+            return Err(format!(
+                "the lease margin ({} ms) must be above 0 and under half the lease ({} ms)",
+                self.margin.as_millis(),
+                self.lease.as_millis()
+            ));
+        }
+        let served = self.lease - self.margin;
+        if self.heartbeat.is_zero() || self.heartbeat * 2 > served {
+            return Err(format!(
+                "the heartbeat ({} ms) must be above 0 and at most half of the lease minus its margin ({} ms)",
+                self.heartbeat.as_millis(),
+                served.as_millis()
+            ));
+        }
+        if !(self.advertise.starts_with("http://") || self.advertise.starts_with("https://")) {
+            return Err(format!(
+                "the advertised address `{}` must be a URL such as http://10.0.0.5:7878",
+                self.advertise
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How a host runs.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -188,6 +262,9 @@ pub struct HostConfig {
     /// Where compiled components are cached (default: `cache/` in the data
     /// directory). Hosts on different data directories may share one.
     pub cache_dir: Option<PathBuf>,
+    /// The cluster this host joins (`None`: it runs alone on its data
+    /// directory).
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl Default for HostConfig {
@@ -199,6 +276,7 @@ impl Default for HostConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             pooling: true,
             cache_dir: None,
+            cluster: None,
         }
     }
 }

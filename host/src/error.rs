@@ -192,6 +192,49 @@ pub enum Error {
     /// the host, or of instances with connections); the text names it.
     #[error("too many connections: {0}")]
     TooManyConnections(String),
+    /// In a cluster: another host owns the instance (the public host
+    /// forwards to it; a caller meets this only when forwarding fails).
+    #[error("`{actor}/{key}` is served by host {owner} at {address}{}", if *live { "" } else { ", whose lease has run out; another host takes it over after the safety margin" })]
+    Moved {
+        /// The actor.
+        actor: String,
+        /// The instance's key.
+        key: String,
+        /// The owner's id.
+        owner: String,
+        /// The owner's base URL.
+        address: String,
+        /// The owner's membership is unexpired.
+        live: bool,
+    },
+    /// In a cluster: a commit was made on this host's copy but not taken by
+    /// PostgreSQL (or the lease ran out before a read was answered). The
+    /// call is not acknowledged; the copy is restored before the instance
+    /// is used again.
+    #[error("`{actor}/{key}`: the cluster did not take the call's commit: {message}")]
+    NotReplicated {
+        /// The actor.
+        actor: String,
+        /// The instance's key.
+        key: String,
+        /// Why, and whether the call may have been kept.
+        message: String,
+    },
+    /// In a cluster: PostgreSQL, or the host that owns the instance, cannot
+    /// be reached.
+    #[error("the cluster is unavailable: {0}")]
+    ClusterUnavailable(String),
+    /// An error another host of the cluster answered a forwarded request
+    /// with, passed on as it came.
+    #[error("{message}")]
+    Remote {
+        /// Its HTTP status.
+        status: u16,
+        /// Its code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
 }
 
 impl Error {
@@ -231,7 +274,7 @@ impl Error {
 
 impl Error {
     /// The stable machine-readable code of this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> &str {
         match self {
             Error::UnknownActor(_) => "unknown-actor",
             Error::UnknownAction { .. } => "unknown-action",
@@ -255,6 +298,10 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::ConnectionRefused { .. } => "connection-refused",
             Error::TooManyConnections(_) => "too-many-connections",
+            Error::Moved { .. } => "moved",
+            Error::NotReplicated { .. } => "not-replicated",
+            Error::ClusterUnavailable(_) => "cluster-unavailable",
+            Error::Remote { code, .. } => code,
         }
     }
 
@@ -280,7 +327,11 @@ impl Error {
             Error::Timeout { .. }
             | Error::Overloaded(_)
             | Error::ShuttingDown
-            | Error::TooManyConnections(_) => 503,
+            | Error::TooManyConnections(_)
+            | Error::Moved { .. }
+            | Error::NotReplicated { .. }
+            | Error::ClusterUnavailable(_) => 503,
+            Error::Remote { status, .. } => *status,
         }
     }
 }

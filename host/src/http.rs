@@ -24,31 +24,36 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::extract::{DefaultBodyLimit, OriginalUri, Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::SendOptions;
-use crate::client::{ErrorBody, ErrorDetail, Hello, KeyList, Lagged};
-use crate::config::{DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT};
+use crate::address::Address;
+use crate::client::{ErrorBody, ErrorDetail, GuestFailure, Hello, KeyList, Lagged};
+use crate::config::{
+    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT,
+};
 use crate::connections::{Connection, Received};
 use crate::error::Error;
-use crate::host::Host;
+use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host};
 
 /// An HTTP error answer.
 pub struct ApiError {
     status: StatusCode,
     code: String,
     message: String,
+    guest: Option<Box<GuestFailure>>,
 }
 
 impl ApiError {
@@ -57,13 +62,35 @@ impl ApiError {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             code: code.into(),
             message: message.into(),
+            guest: None,
         }
     }
 }
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
-        ApiError::new(e.http_status(), e.code(), e.to_string())
+        let mut error = ApiError::new(e.http_status(), e.code(), e.to_string());
+        // The actor's own code and message, for a client (or another host
+        // of the cluster) to tell them apart from the host's.
+        error.guest = match e {
+            Error::Failed {
+                during,
+                code,
+                message,
+                ..
+            } => Some(Box::new(GuestFailure {
+                during,
+                code,
+                message,
+            })),
+            Error::ConnectionRefused { code, message, .. } => Some(Box::new(GuestFailure {
+                during: "connect".into(),
+                code,
+                message,
+            })),
+            _ => None,
+        };
+        error
     }
 }
 
@@ -99,6 +126,7 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code: self.code,
                 message: self.message,
+                guest: self.guest.map(|guest| *guest),
             },
         };
         (self.status, axum::Json(body)).into_response()
@@ -111,6 +139,7 @@ type ApiResult<T> = Result<T, ApiError>;
 pub fn router(host: Host) -> Router {
     Router::new()
         .route("/healthz", get(health))
+        .route("/cluster", get(cluster_status))
         .route("/actors/{actor}", get(list_keys))
         .route(
             "/actors/{actor}/{key}",
@@ -193,13 +222,147 @@ fn parse_json(body: &[u8], what: &str) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("{what} is not valid JSON: {e}"))
 }
 
+/// Where a request came from: a client, or another host of the cluster.
+fn hop(headers: &HeaderMap) -> Hop {
+    if headers.contains_key(FORWARDED_HEADER) {
+        Hop::Forwarded
+    } else {
+        Hop::Origin
+    }
+}
+
+/// The chain of callers a forwarded call between actors carries.
+fn chain(headers: &HeaderMap) -> Result<Vec<Address>, ApiError> {
+    let Some(value) = headers.get(CHAIN_HEADER) else {
+        return Ok(Vec::new());
+    };
+    let bad = |why: String| {
+        ApiError::new(
+            400,
+            "invalid-arguments",
+            format!("the {CHAIN_HEADER} header is not acceptable: {why}"),
+        )
+    };
+    let text = value.to_str().map_err(|e| bad(e.to_string()))?;
+    let pairs: Vec<(String, String)> =
+        serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    if pairs.len() > MAX_CALL_DEPTH {
+        return Err(bad(format!(
+            "it names {} instances; at most {MAX_CALL_DEPTH}",
+            pairs.len()
+        )));
+    }
+    pairs
+        .into_iter()
+        .map(|(actor, key)| {
+            crate::storage::validate_actor_name(&actor).map_err(|e| bad(e.to_string()))?;
+            crate::storage::validate_key(&key).map_err(|e| bad(e.to_string()))?;
+            Ok(Address {
+                actor: actor.into(),
+                key: key.into(),
+            })
+        })
+        .collect()
+}
+
+/// What forwarding a request to another host needs of it.
+struct Incoming {
+    hop: Hop,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Incoming {
+    fn new(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Incoming {
+        Incoming {
+            hop: hop(&headers),
+            method,
+            uri,
+            headers,
+            body,
+        }
+    }
+}
+
+/// Serves a request for (`actor`, `key`) with `here` on this host, or
+/// passes it on as it came to the host of the cluster that serves the
+/// instance, and its answer back.
+async fn routed<Here>(
+    host: &Host,
+    incoming: &Incoming,
+    actor: &str,
+    key: &str,
+    here: impl FnMut() -> Here,
+) -> ApiResult<Response>
+where
+    Here: Future<Output = Result<Response, Error>>,
+{
+    let there = move |base: String| async move {
+        let path = incoming
+            .uri
+            .path_and_query()
+            .map_or(incoming.uri.path(), |p| p.as_str());
+        let content_type = incoming
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        host.forward(
+            &base,
+            incoming.method.clone(),
+            path,
+            content_type,
+            None,
+            incoming.body.clone(),
+            host.forward_timeout(actor, Duration::ZERO),
+        )
+        .await
+        .map(|answer| Ok(passed_on(answer)))
+    };
+    Ok(host.route(incoming.hop, actor, key, here, there).await?)
+}
+
+/// The answer of another host, passed on.
+fn passed_on(answer: Forwarded) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut response = (status, answer.body).into_response();
+    if let Some(content_type) = answer
+        .content_type
+        .and_then(|v| axum::http::HeaderValue::from_str(&v).ok())
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::header::CONTENT_TYPE, content_type);
+    }
+    response
+}
+
+/// A local answer: an error of the request itself becomes its response.
+fn answered(result: ApiResult<Response>) -> Result<Response, Error> {
+    Ok(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>> {
+    match host.cluster_status().await? {
+        Some(status) => Ok(axum::Json(status)),
+        None => Err(ApiError::new(
+            404,
+            "no-cluster",
+            "this host runs alone: it was not started with --cluster",
+        )),
+    }
+}
+
 async fn call(
     State(host): State<Host>,
+    headers: HeaderMap,
     path: Result<Path<(String, String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, action)) = path?;
     let body = body?;
+    let chain = chain(&headers)?;
     let invalid = |message: String| Error::InvalidArguments {
         actor: actor.clone(),
         action: action.clone(),
@@ -218,7 +381,9 @@ async fn call(
             Err(message) => return Err(invalid(message).into()),
         }
     };
-    let result = host.call(&actor, &key, &action, args).await?;
+    let result = host
+        .call_from(hop(&headers), chain, &actor, &key, &action, args)
+        .await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         result,
@@ -228,9 +393,12 @@ async fn call(
 
 async fn create(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
     let body = body?;
     let input = if body.iter().all(u8::is_ascii_whitespace) {
@@ -241,39 +409,83 @@ async fn create(
         std::str::from_utf8(&body)
             .map_err(|e| ApiError::new(400, "invalid-arguments", e.to_string()))?
     };
-    host.create(&actor, &key, input).await?;
-    Ok(StatusCode::CREATED)
+    let incoming = Incoming::new(method, uri, headers, body.clone());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            host.create(actor, key, input).await?;
+            Ok(StatusCode::CREATED.into_response())
+        }
+    })
+    .await
 }
 
 async fn destroy(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    host.destroy(&actor, &key).await?;
-    Ok(StatusCode::NO_CONTENT)
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            host.destroy(actor, key).await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+    })
+    .await
 }
 
 async fn state(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let state = off_the_workers(move || host.state(&actor, &key)).await?;
-    Ok(axum::Json(state))
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
+            answered(
+                off_the_workers(move || host.state(&actor, &key))
+                    .await
+                    .map(|state| axum::Json(state).into_response()),
+            )
+        }
+    })
+    .await
 }
 
 async fn inspect(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let inspection = off_the_workers(move || {
-        let inspection = host.inspect(&actor, &key)?;
-        Ok(serde_json::to_value(inspection).unwrap_or(Value::Null))
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
+            answered(
+                off_the_workers(move || {
+                    let inspection = host.inspect(&actor, &key)?;
+                    Ok(serde_json::to_value(inspection).unwrap_or(Value::Null))
+                })
+                .await
+                .map(|inspection| axum::Json(inspection).into_response()),
+            )
+        }
     })
-    .await?;
-    Ok(axum::Json(inspection))
+    .await
 }
 
 /// Runs a read of an instance's database (bounded, but blocking) on a
@@ -296,7 +508,7 @@ async fn list_keys(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<axum::Json<KeyList>> {
     let Path(actor) = path?;
-    let keys = host.keys(&actor)?;
+    let keys = host.keys(&actor).await?;
     Ok(axum::Json(KeyList { keys }))
 }
 
@@ -320,6 +532,7 @@ struct SendBody {
 
 async fn send(
     State(host): State<Host>,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
@@ -349,7 +562,14 @@ async fn send(
         wait,
     };
     let outcome = host
-        .send(&actor, &key, &body.event_type, payload, options)
+        .send_from(
+            hop(&headers),
+            &actor,
+            &key,
+            &body.event_type,
+            payload,
+            options,
+        )
         .await?;
     let status = StatusCode::from_u16(outcome.http_status()).unwrap_or(StatusCode::OK);
     Ok((status, axum::Json(outcome)).into_response())
@@ -357,46 +577,92 @@ async fn send(
 
 async fn queue(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let view = off_the_workers(move || {
-        let view = host.queue(&actor, &key)?;
-        Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
+            answered(
+                off_the_workers(move || {
+                    let view = host.queue(&actor, &key)?;
+                    Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+                })
+                .await
+                .map(|view| axum::Json(view).into_response()),
+            )
+        }
     })
-    .await?;
-    Ok(axum::Json(view))
+    .await
 }
 
 async fn workflow(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let view = off_the_workers(move || {
-        let view = host.workflow(&actor, &key)?;
-        Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
+            answered(
+                off_the_workers(move || {
+                    let view = host.workflow(&actor, &key)?;
+                    Ok(serde_json::to_value(view).unwrap_or(Value::Null))
+                })
+                .await
+                .map(|view| axum::Json(view).into_response()),
+            )
+        }
     })
-    .await?;
-    Ok(axum::Json(view))
+    .await
 }
 
 async fn requeue(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String, i64)>, PathRejection>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    host.requeue(&actor, &key, id).await?;
-    Ok(axum::Json(json!({ "id": id, "status": "requeued" })))
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            host.requeue(actor, key, id).await?;
+            Ok(axum::Json(json!({ "id": id, "status": "requeued" })).into_response())
+        }
+    })
+    .await
 }
 
 async fn discard(
     State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String, i64)>, PathRejection>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    host.discard(&actor, &key, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            host.discard(actor, key, id).await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+    })
+    .await
 }
 
 /// The query of a connect request.
@@ -408,6 +674,8 @@ struct ConnectQuery {
 
 async fn connect(
     State(host): State<Host>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
     query: Result<Query<ConnectQuery>, QueryRejection>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -428,6 +696,19 @@ async fn connect(
         )
     })?;
     let params = query.params.unwrap_or_else(|| "null".into());
+    if let Some(owner) = host.locate(&actor, &key).await? {
+        if hop(&headers) == Hop::Forwarded {
+            return Err(Error::Moved {
+                actor,
+                key,
+                owner: owner.id,
+                address: owner.address,
+                live: true,
+            }
+            .into());
+        }
+        return proxy_connection(&host, &actor, &owner.address, &uri, upgrade).await;
+    }
     let connection = host.connect(&actor, &key, &params).await?;
     // From here the connect hook has committed: the disconnect hook runs
     // whatever happens, also when the upgrade fails (the callback is then
@@ -444,6 +725,111 @@ async fn connect(
         .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
         .write_buffer_size(0);
     Ok(upgrade.on_upgrade(move |socket| serve_connection(open, socket)))
+}
+
+/// Connects the client to the host of the cluster that serves the
+/// instance: the connect hook runs there, and frames pass through this
+/// host both ways until either side closes. A refusal there (a status
+/// other than 101) is this request's answer.
+async fn proxy_connection(
+    host: &Host,
+    actor: &str,
+    base: &str,
+    uri: &Uri,
+    upgrade: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    use tokio_tungstenite::tungstenite;
+    use tungstenite::client::IntoClientRequest;
+
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let target = format!(
+        "{}{path}",
+        base.trim_end_matches('/')
+            .replacen("http://", "ws://", 1)
+            .replacen("https://", "wss://", 1)
+    );
+    let unreachable = |why: String| {
+        ApiError::from(Error::ClusterUnavailable(format!(
+            "the host that serves this instance, at {base}, cannot be reached: {why}"
+        )))
+    };
+    let mut request = target
+        .into_client_request()
+        .map_err(|e| unreachable(e.to_string()))?;
+    if let Ok(id) = axum::http::HeaderValue::from_str(&host.member_id()) {
+        request.headers_mut().insert(FORWARDED_HEADER, id);
+    }
+    let config = tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(crate::config::MAX_BROADCAST_BYTES * 4))
+        .max_frame_size(Some(crate::config::MAX_BROADCAST_BYTES * 4));
+    let timeout = host.forward_timeout(actor, Duration::ZERO);
+    let connected = tokio::time::timeout(
+        timeout,
+        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
+    )
+    .await
+    .map_err(|_| unreachable(format!("no answer within {} ms", timeout.as_millis())))?;
+    let owner = match connected {
+        Ok((owner, _)) => owner,
+        Err(tungstenite::Error::Http(answer)) => {
+            let status =
+                StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let body = answer.into_body().unwrap_or_default();
+            return Ok((
+                status,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response());
+        }
+        Err(e) => return Err(unreachable(e.to_string())),
+    };
+    let upgrade = upgrade
+        .read_buffer_size(MAX_CLIENT_MESSAGE_BYTES)
+        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
+        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES);
+    Ok(upgrade.on_upgrade(move |client| pass_frames(client, owner)))
+}
+
+/// Passes frames between a client and the host that serves its
+/// connection until either closes.
+async fn pass_frames(
+    mut client: WebSocket,
+    mut owner: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+) {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message as Frame;
+    loop {
+        tokio::select! {
+            from_owner = owner.next() => match from_owner {
+                Some(Ok(Frame::Text(text))) => {
+                    if client.send(Message::Text(text.as_str().into())).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Ok(Frame::Binary(bytes))) => {
+                    if client.send(Message::Binary(bytes)).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Ok(Frame::Ping(_) | Frame::Pong(_) | Frame::Frame(_))) => {}
+                Some(Ok(Frame::Close(_)) | Err(_)) | None => {
+                    let _ = client.send(Message::Close(None)).await;
+                    break;
+                }
+            },
+            from_client = client.recv() => match from_client {
+                Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                    let _ = owner.close(None).await;
+                    break;
+                }
+                // Clients only listen; what else they send is not passed on.
+                Some(Ok(_)) => {}
+            },
+        }
+    }
 }
 
 /// A connection whose connect hook committed. Its disconnect hook runs

@@ -40,8 +40,31 @@ pub struct Manifest {
     pub dir: PathBuf,
     /// The `[host]` section.
     pub host: HostSection,
+    /// The `[cluster]` section: `burrow serve` joins this cluster.
+    pub cluster: Option<ClusterSection>,
     /// The actors, by name.
     pub actors: BTreeMap<String, ActorSpec>,
+}
+
+/// The `[cluster]` section: several hosts sharing one actor space through
+/// PostgreSQL. Each setting may be given to `burrow serve` as a flag
+/// instead, which wins.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The PostgreSQL connection string.
+    pub url: Option<String>,
+    /// This host's name in `burrow cluster status`.
+    pub name: Option<String>,
+    /// The base URL other hosts reach this one at.
+    pub advertise: Option<String>,
+    /// How long a host's instances stay its own after its last heartbeat
+    /// (`5s`).
+    pub lease: Option<String>,
+    /// Time between heartbeats (`1s`).
+    pub heartbeat: Option<String>,
+    /// The lease's safety margin (`1s`).
+    pub margin: Option<String>,
 }
 
 /// The `[host]` section.
@@ -72,6 +95,7 @@ pub struct ActorSpec {
 struct RawManifest {
     #[serde(default)]
     host: HostSection,
+    cluster: Option<ClusterSection>,
     #[serde(default)]
     actors: BTreeMap<String, RawActor>,
 }
@@ -121,9 +145,21 @@ impl Manifest {
                 .with_context(|| format!("in [actors.{name}]"))?;
             actors.insert(name, spec);
         }
+        if let Some(cluster) = &raw.cluster {
+            for (name, value) in [
+                ("lease", &cluster.lease),
+                ("heartbeat", &cluster.heartbeat),
+                ("margin", &cluster.margin),
+            ] {
+                if let Some(value) = value {
+                    parse_duration(value).map_err(|e| anyhow!("in [cluster]: {name}: {e}"))?;
+                }
+            }
+        }
         Ok(Manifest {
             dir,
             host: raw.host,
+            cluster: raw.cluster,
             actors,
         })
     }

@@ -15,7 +15,7 @@ async fn the_first_call_creates_and_every_start_wakes() {
         call(&host, "probe", "p", "hooks", "[]").await,
         json!(["migrate", "create", "wake"])
     );
-    assert_eq!(host.keys("probe").unwrap(), vec!["p".to_string()]);
+    assert_eq!(host.keys("probe").await.unwrap(), vec!["p".to_string()]);
 
     let host = restart(host, &actors).await;
     // The sleep hook ran at shutdown; the restart ran migrate and wake.
@@ -103,7 +103,7 @@ async fn a_failed_first_call_leaves_no_instance() {
         .unwrap_err();
     assert_eq!(err.code(), "unknown-action");
     assert!(!burrow::instance_path(host.data_dir(), "probe", "typo").exists());
-    assert!(host.keys("probe").unwrap().is_empty());
+    assert!(host.keys("probe").await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,12 +3,14 @@
 //! Guest test programs are built into components by the
 //! `burrow-test-artifacts` crate; each is used by a test here.
 
+mod postgres;
 mod support;
 
 mod batches;
 mod calls;
 mod cli;
 mod client;
+mod cluster;
 mod concurrency;
 mod connections;
 mod counter;

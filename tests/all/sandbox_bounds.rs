@@ -293,7 +293,7 @@ async fn generated_table(host: &burrow::Host, key: &str, expr: &str, rows: usize
 
 /// An error's code and text.
 struct Failure {
-    code: &'static str,
+    code: String,
     text: String,
 }
 
@@ -307,7 +307,7 @@ async fn inspect(
     let begun = Instant::now();
     let got = tokio::task::spawn_blocking(move || {
         host.inspect("probe", &key).map_err(|e| Failure {
-            code: e.code(),
+            code: e.code().to_owned(),
             text: e.to_string(),
         })
     })

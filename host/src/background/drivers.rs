@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::presence::Lease;
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
+use crate::storage::marks::MarkError;
 
 use super::Background;
 
@@ -58,13 +59,16 @@ impl Background {
             self.drivers.kicked.lock().unwrap().insert(address);
             return;
         }
-        if let Err(e) = self.core.store.marks().set_mark(
+        match self.core.store.marks().set_mark(
             Mark::Workflow,
             &address.actor,
             &address.key,
             Some(now_ms()),
         ) {
-            tracing::error!(error = %e, "cannot record the workflow mark");
+            // In a cluster, an instance whose lease this host is about to
+            // take (its timer found its mark due): the mark stands.
+            Ok(()) | Err(MarkError::NotHeld) => {}
+            Err(e) => tracing::error!(error = %e, "cannot record the workflow mark"),
         }
         // The task holds the host only while a run goes on, so that a host
         // that shuts down is dropped (and its data directory unlocked)
@@ -140,7 +144,8 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
                 index.set_mark(Mark::Workflow, actor, key, None)
             }
-            Err(Error::ShuttingDown) => return,
+            // Another host of the cluster serves it: its timer drives it.
+            Err(Error::ShuttingDown | Error::Moved { .. }) => return,
             Err(e) => {
                 tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
                 let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;

@@ -62,8 +62,9 @@ impl Background {
                     }
                     return;
                 }
-                // Met a call of the instance: the timer tries again.
-                Err(Error::Conflict { .. }) => return,
+                // Met a call of the instance: the timer tries again. Or
+                // another host of the cluster serves it, and runs them.
+                Err(Error::Conflict { .. } | Error::Moved { .. }) => return,
                 // Tried again later, not at every turn of the timer: the
                 // instance does not hold the front of the due list.
                 Err(e) => {

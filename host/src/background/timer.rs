@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::address::Address;
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
+use crate::storage::marks::MarkError;
 
 use super::Background;
 
@@ -44,10 +45,10 @@ pub(super) async fn wake_due(background: Weak<Background>) {
         let budget = timer_budget(work.core.max_awake());
         let actors = work.core.actor_names();
         let now = now_ms();
-        let index = work.core.store.marks();
+        let marks = work.core.store.marks().clone();
         for mark in Mark::ALL {
             let running = work.running(mark);
-            let due = index.due(mark, now, &actors, budget + running.len());
+            let due = marks.due(mark, now, &actors, budget + running.len()).await;
             for address in work.due_addresses(due, &running, budget, mark) {
                 work.start(mark, address);
             }
@@ -86,7 +87,7 @@ impl Background {
     /// first) that are not `running`.
     fn due_addresses(
         &self,
-        due: rusqlite::Result<Vec<(String, String)>>,
+        due: Result<Vec<(String, String)>, MarkError>,
         running: &HashSet<Address>,
         budget: usize,
         mark: Mark,

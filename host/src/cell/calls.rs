@@ -83,11 +83,11 @@ impl Cell {
         let name = self.name().clone();
         let conn = &self.store.data().db.conn;
         let mark = self
-            .index
+            .marks
             .set_mark_from(Mark::Schedule, &name.actor, &name.key, || {
                 schedule_db::earliest(conn)
             })
-            .and_then(|r| r)
+            .map_err(|e| Error::storage(&name.actor, &name.key, e.to_string()))?
             .map_err(|e| storage_error(&name, e))?;
         Ok(ran == limit && mark.is_some_and(|at| at <= now_ms()))
     }

@@ -39,8 +39,9 @@ use crate::instance::commit::CommitStage;
 use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
-use crate::storage::index::Index;
+use crate::storage::cluster::ClusterError;
 use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::marks::Marks;
 use crate::storage::store::InstanceStore;
 
 /// Counts awake instances; one token per cell.
@@ -93,7 +94,7 @@ pub(crate) struct Home<'a> {
 pub(crate) struct Cell {
     store: Store<InstanceState>,
     exports: Exports,
-    index: Arc<Index>,
+    marks: Arc<Marks>,
     call_timeout: Duration,
     /// Set while guest code runs. Still set when the next caller comes means
     /// the previous call's future was dropped mid-way.
@@ -133,7 +134,7 @@ impl Cell {
         let db = store
             .open_instance(&name, def.options.db_size_limit, deadline.clone())
             .map_err(storage)?;
-        let index = store.marks().clone();
+        let marks = store.marks().clone();
         let created_at = db.created_at().map_err(storage)?;
         match (&origin, created_at) {
             (Origin::MustExist, None) => {
@@ -182,7 +183,7 @@ impl Cell {
         let mut cell = Cell {
             store,
             exports,
-            index,
+            marks,
             call_timeout: def.options.call_timeout,
             in_call: false,
             broken: false,
@@ -248,6 +249,22 @@ impl Cell {
         storage_error(self.name(), e)
     }
 
+    /// A commit the cluster did not take.
+    fn not_replicated(&self, e: ClusterError) -> Error {
+        Error::NotReplicated {
+            actor: self.name().actor.to_string(),
+            key: self.name().key.to_string(),
+            message: match e {
+                ClusterError::Fenced | ClusterError::NotMember => {
+                    format!("{e}; nothing of the call was kept")
+                }
+                ClusterError::Unavailable(_) => {
+                    format!("{e}; the call may or may not have been kept")
+                }
+            },
+        }
+    }
+
     /// A failure of guest code `during`; the guest's `code` and `message`
     /// are kept as [`failure_text`].
     fn failed(&self, during: &str, code: &str, message: String) -> Error {
@@ -265,9 +282,16 @@ impl Cell {
         self.store.data().has_queue
     }
 
-    /// Whether this cell must be replaced before its next use.
+    /// Whether this cell must be replaced before its next use (in a
+    /// cluster, also when the lease it was opened under is gone).
     pub(crate) fn is_broken(&self) -> bool {
-        self.broken || self.in_call
+        self.broken
+            || self.in_call
+            || self
+                .db()
+                .replica
+                .as_ref()
+                .is_some_and(|replica| replica.is_stale())
     }
 
     /// Whether the creation of this instance was rolled back.

@@ -3,6 +3,7 @@
 //! commit stage, or rolled back whole.
 
 use crate::error::Error;
+use crate::instance::commit::CommitError;
 use crate::storage::instance_db::InstanceDb;
 
 use super::{Cell, Start};
@@ -58,6 +59,9 @@ impl Cell {
             }),
             _ => result,
         };
+        if let Some(Start::Created(at)) = self.starting {
+            self.store.data_mut().effects.created = Some(at);
+        }
         match result {
             Ok(value) => match self.store.data_mut().commit_transaction() {
                 Ok(committed) => {
@@ -67,11 +71,17 @@ impl Cell {
                     }
                     Ok(value)
                 }
-                Err(e) => {
+                Err(CommitError::Sqlite(e)) => {
                     let error = self.storage_error(e);
                     self.db().rollback();
                     self.broken |= self.starting.is_some();
                     Err(error)
+                }
+                Err(CommitError::NotReplicated(e)) => {
+                    // Committed here, not in the cluster: this copy is
+                    // forgotten, and the cell with it.
+                    self.broken = true;
+                    Err(self.not_replicated(e))
                 }
             },
             Err(e) => {

@@ -7,6 +7,7 @@ use crate::bindings::workflow_runner::RunOutcome;
 use crate::config::MAX_RESULT_BYTES;
 use crate::error::Error;
 use crate::instance::Mode;
+use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::RunState;
 use crate::storage::instance_db::now_ms;
@@ -64,9 +65,8 @@ impl Cell {
         self.store.data_mut().has_queue = true;
         self.store.data_mut().is_workflow = true;
         workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
-        self.index
-            .mark_new_workflow(&name.actor, &name.key, now)
-            .map_err(storage)?;
+        // The commit that creates the instance sets its workflow mark.
+        self.store.data_mut().effects.workflow_started = Some(now);
         self.workflow_started = true;
         Ok(())
     }
@@ -125,7 +125,13 @@ impl Cell {
         let run = state.workflow.take().unwrap_or_default();
         state.mode = Mode::Idle;
         self.queue_grew |= run.committed_appends;
-        committed.map_err(|e| self.storage_error(e))?;
+        committed.map_err(|e| match e {
+            CommitError::Sqlite(e) => self.storage_error(e),
+            CommitError::NotReplicated(e) => {
+                self.broken = true;
+                self.not_replicated(e)
+            }
+        })?;
         if run.restart_alone {
             return Ok(RunEnd::AgainAlone);
         }

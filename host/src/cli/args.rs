@@ -68,6 +68,49 @@ pub struct HostArgs {
     pub max_connections: usize,
 }
 
+/// Settings of a host that joins a cluster (each also under `[cluster]` in
+/// the manifest; a flag wins).
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    /// Join the cluster on this PostgreSQL (a connection string such as
+    /// `postgres://burrow@db:5432/burrow`): several hosts share one actor
+    /// space. Without it (and without `[cluster]`), the host runs alone.
+    #[arg(long, env = "BURROW_CLUSTER")]
+    pub cluster: Option<String>,
+    /// This host's name in `burrow cluster status` (default: the advertised
+    /// address's host and port).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The base URL other hosts reach this one at (default: `http://` and
+    /// the listen address, which must then not be a wildcard).
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// How long a host's instances stay its own after its last heartbeat
+    /// (default 5s).
+    #[arg(long)]
+    pub lease: Option<String>,
+    /// Time between heartbeats (default 1s).
+    #[arg(long)]
+    pub heartbeat: Option<String>,
+    /// The lease's safety margin (default 1s): a host stops serving this
+    /// long before its lease expires by its clock, and another takes over
+    /// this long after it expired by PostgreSQL's.
+    #[arg(long)]
+    pub lease_margin: Option<String>,
+}
+
+/// What `burrow cluster` shows.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// The hosts of the cluster a server is part of, and the leases each
+    /// holds.
+    Status {
+        /// The server to ask (any host of the cluster).
+        #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
+        url: String,
+    },
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -87,6 +130,15 @@ pub enum Command {
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,
+        /// Cluster settings.
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// The cluster a server is part of.
+    Cluster {
+        /// What to show.
+        #[command(subcommand)]
+        command: ClusterCommand,
     },
     /// Call an action: `burrow call counter my-key increment '[5]'`.
     Call {

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::HostArgs;
-use crate::config::HostConfig;
+use super::{ClusterArgs, HostArgs};
+use crate::config::{ClusterConfig, HostConfig, parse_duration};
 use crate::host::Host;
 use crate::manifest::Manifest;
 
@@ -29,7 +29,53 @@ pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
         max_connections: args.max_connections,
         pooling: true,
         cache_dir: None,
+        cluster: None,
     }
+}
+
+/// The cluster `burrow serve` joins, from its flags and the manifest's
+/// `[cluster]` (a flag wins); `None` when neither names one.
+pub(super) fn cluster_config(
+    manifest: &Manifest,
+    args: &ClusterArgs,
+    listen: SocketAddr,
+) -> Result<Option<ClusterConfig>> {
+    let section = manifest.cluster.clone().unwrap_or_default();
+    let Some(url) = args.cluster.clone().or(section.url) else {
+        return Ok(None);
+    };
+    let advertise = match args.advertise.clone().or(section.advertise) {
+        Some(advertise) => advertise,
+        None if listen.ip().is_unspecified() => bail!(
+            "--listen {listen} is a wildcard address: give the address other hosts reach this one at with --advertise (or advertise under [cluster])"
+        ),
+        None => format!("http://{listen}"),
+    };
+    let name = args.name.clone().or(section.name).unwrap_or_else(|| {
+        advertise
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_owned()
+    });
+    let mut config = ClusterConfig::new(url, name, advertise);
+    let duration = |flag: &Option<String>, option: &Option<String>, name: &str| {
+        flag.as_ref()
+            .or(option.as_ref())
+            .map(|text| parse_duration(text).map_err(|e| anyhow::anyhow!("--{name}: {e}")))
+            .transpose()
+    };
+    if let Some(lease) = duration(&args.lease, &section.lease, "lease")? {
+        config.lease = lease;
+    }
+    if let Some(heartbeat) = duration(&args.heartbeat, &section.heartbeat, "heartbeat")? {
+        config.heartbeat = heartbeat;
+    }
+    if let Some(margin) = duration(&args.lease_margin, &section.margin, "lease-margin")? {
+        config.margin = margin;
+    }
+    config.check().map_err(anyhow::Error::msg)?;
+    Ok(Some(config))
 }
 
 pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
@@ -39,9 +85,23 @@ pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<
 }
 
 /// Serves the HTTP API on `listen` until Ctrl-C or SIGTERM, then puts every
-/// instance to sleep.
-pub(super) async fn serve(manifest_path: &Path, listen: SocketAddr, args: &HostArgs) -> Result<()> {
-    let host = start_host(manifest_path, args).await?;
+/// instance to sleep (and, in a cluster, gives its leases back).
+pub(super) async fn serve(
+    manifest_path: &Path,
+    listen: SocketAddr,
+    args: &HostArgs,
+    cluster: &ClusterArgs,
+) -> Result<()> {
+    let manifest = load_manifest(manifest_path)?;
+    let actors: Vec<_> = manifest.actors.values().cloned().collect();
+    let mut config = host_config(&manifest, args);
+    config.cluster = cluster_config(&manifest, cluster, listen)?;
+    // Bound before the host starts: a cluster member must be reachable at
+    // its advertised address from the moment it joins.
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let host = Host::start(config, &actors).await?;
     let shutdown = async {
         if tokio::signal::ctrl_c().await.is_err() {
             // No Ctrl-C handler: only SIGTERM stops the server.
@@ -61,7 +121,7 @@ pub(super) async fn serve(manifest_path: &Path, listen: SocketAddr, args: &HostA
         tokio::select! { _ = shutdown => {}, _ = terminate => {} }
         tracing::info!("shutting down");
     };
-    crate::http::serve(host, listen, stop).await?;
+    crate::http::serve_on(host, listener, stop).await?;
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-pub use args::{Cli, Command, DEFAULT_LISTEN, HostArgs, Target};
+pub use args::{Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, Target};
 pub use output::exit_code;
 
 use output::{Failure, parse_json_arg, parse_result, send_outcome};
@@ -40,9 +40,22 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             embedded::build(manifest, &actors, &host).await?;
             Ok(None)
         }
-        Command::Serve { listen, host } => {
-            embedded::serve(manifest, listen, &host).await?;
+        Command::Serve {
+            listen,
+            host,
+            cluster,
+        } => {
+            embedded::serve(manifest, listen, &host, &cluster).await?;
             Ok(None)
+        }
+        Command::Cluster {
+            command: ClusterCommand::Status { url },
+        } => {
+            let status = crate::client::Client::new(&url)
+                .cluster_status()
+                .await
+                .map_err(Failure::from)?;
+            Ok(Some(status))
         }
         Command::Call {
             actor,

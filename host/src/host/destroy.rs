@@ -21,6 +21,8 @@ impl Host {
         let def = self.core.resolve(actor, key)?;
         let no_such_instance = || Error::no_such_instance(actor, key);
         let address = self.core.address(&def, key);
+        // In a cluster: this host's file is the replicated one.
+        self.core.claim(&address).await?;
         if !self.core.store.exists(&address) {
             return Err(no_such_instance());
         }

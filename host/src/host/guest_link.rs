@@ -9,14 +9,15 @@ use crate::error::Error;
 use crate::instance::outside::{OtherActors, Pending};
 
 use super::Host;
+use super::route::Forwarder;
 
 /// The host as guest code sees it: calls and sends to other instances,
 /// for as long as the host runs.
-pub(super) struct GuestLink(Weak<Background>);
+pub(super) struct GuestLink(Weak<Background>, Forwarder);
 
 impl GuestLink {
-    pub(super) fn new(work: &Arc<Background>) -> GuestLink {
-        GuestLink(Arc::downgrade(work))
+    pub(super) fn new(work: &Arc<Background>, forwarder: Forwarder) -> GuestLink {
+        GuestLink(Arc::downgrade(work), forwarder)
     }
 
     fn host(&self) -> Result<Host, Error> {
@@ -24,6 +25,7 @@ impl GuestLink {
         Ok(Host {
             core: work.core.clone(),
             work,
+            forwarder: self.1.clone(),
         })
     }
 }

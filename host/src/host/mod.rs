@@ -9,6 +9,7 @@ mod connect;
 mod destroy;
 mod guest_link;
 mod queue;
+mod route;
 mod workflow;
 
 use std::sync::Arc;
@@ -29,12 +30,16 @@ use crate::runtime::{ConflictRetry, Core, load_definitions};
 use crate::storage::{open_dir_creating, validate_actor_name};
 use guest_link::GuestLink;
 pub use queue::{SendOptions, SendOutcome};
+use route::Forwarder;
+pub use route::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Unreached};
 
 /// A running Burrow host. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Host {
     core: Arc<Core>,
     work: Arc<Background>,
+    /// Requests for instances other hosts of the cluster serve.
+    forwarder: Forwarder,
 }
 
 impl Host {
@@ -48,9 +53,14 @@ impl Host {
         let core = Core::start(config, actors).await?;
         let work = Background::new(core.clone());
         let wakeups: std::sync::Weak<Background> = Arc::downgrade(&work);
-        core.connect_above(wakeups, Arc::new(GuestLink::new(&work)));
+        let forwarder = Forwarder::new();
+        core.connect_above(wakeups, Arc::new(GuestLink::new(&work, forwarder.clone())));
         work.start_timer();
-        Ok(Host { core, work })
+        Ok(Host {
+            core,
+            work,
+            forwarder,
+        })
     }
 
     /// Names of the defined actors, sorted.
@@ -98,6 +108,22 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<String, Error> {
+        self.call_from(Hop::Origin, chain, actor, key, action, args)
+            .await
+    }
+
+    /// Calls `action` for a request that came `hop`, with the chain of
+    /// instances waiting on it: here, or at the host that serves the
+    /// instance.
+    pub(crate) async fn call_from(
+        &self,
+        hop: Hop,
+        chain: Vec<Address>,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
         if args.len() > MAX_ARGS_BYTES {
             return Err(Error::InvalidArguments {
                 actor: actor.into(),
@@ -108,11 +134,19 @@ impl Host {
                 ),
             });
         }
-        ConflictRetry::run(self.core.call_timeout(actor), || {
-            self.core
-                .call_action(actor, key, action, args, chain.clone())
-        })
-        .await
+        let chain = &chain;
+        let here = move || async move {
+            ConflictRetry::run(self.core.call_timeout(actor), || {
+                self.core
+                    .call_action(actor, key, action, args, chain.clone())
+            })
+            .await
+        };
+        let there = move |base: String| async move {
+            self.forward_call(&base, chain, actor, key, action, args)
+                .await
+        };
+        self.route(hop, actor, key, here, there).await
     }
 
     /// Creates the instance (`actor`, `key`) with `input` (JSON) for its
@@ -150,21 +184,59 @@ impl Host {
         inspect::state(self.core.store.root(), actor, key)
     }
 
-    /// Keys of `actor`'s instances.
-    pub fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
+    /// Keys of `actor`'s instances (in a cluster, of every host's).
+    pub async fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
         validate_actor_name(actor)?;
         if !self.core.actors.contains_key(actor) {
             return Err(Error::UnknownActor(actor.into()));
         }
-        self.core.store.keys(actor).map_err(|e| Error::Storage {
-            actor: actor.into(),
-            key: String::new(),
-            message: e.to_string(),
-        })
+        self.core
+            .store
+            .keys(actor)
+            .await
+            .map_err(|e| Error::Storage {
+                actor: actor.into(),
+                key: String::new(),
+                message: format!("{e:#}"),
+            })
+    }
+
+    /// Makes the instance's files this host's to read, for the views that
+    /// read them (`inspect`, `state`, `queue`, `workflow`): in a cluster,
+    /// takes its lease if it is free and restores its file; an instance
+    /// another host serves is [`Error::Moved`]. Nothing to do on a host
+    /// alone.
+    pub async fn claim(&self, actor: &str, key: &str) -> Result<(), Error> {
+        if self.core.store.cluster().is_none() {
+            return Ok(());
+        }
+        let def = self.core.resolve(actor, key)?;
+        self.core.claim(&self.core.address(&def, key)).await
+    }
+
+    /// The members of this host's cluster with the leases each holds
+    /// (`None` on a host alone).
+    pub async fn cluster_status(&self) -> Result<Option<serde_json::Value>, Error> {
+        let Some(cluster) = self.core.store.cluster() else {
+            return Ok(None);
+        };
+        let hosts = cluster
+            .status()
+            .await
+            .map_err(|e| Error::ClusterUnavailable(e.to_string()))?;
+        Ok(Some(serde_json::json!({
+            "this": cluster.member().id,
+            "lease_ms": cluster.config().lease.as_millis() as u64,
+            "heartbeat_ms": cluster.config().heartbeat.as_millis() as u64,
+            "margin_ms": cluster.config().margin.as_millis() as u64,
+            "hosts": hosts,
+        })))
     }
 
     /// Puts every awake instance to sleep (running its sleep hook) and
-    /// refuses new calls. In-flight calls finish first.
+    /// refuses new calls. In-flight calls finish first. In a cluster, the
+    /// host then gives its leases back and leaves, so that other hosts
+    /// take its instances at once.
     pub async fn shutdown(&self) {
         self.core.begin_shutdown();
         self.core.hub.close_all();
@@ -175,6 +247,21 @@ impl Host {
                 cell.sleep().await;
             }
             self.core.directory.remove(&slot);
+        }
+        if let Some(cluster) = self.core.store.cluster()
+            && !cluster.has_left()
+        {
+            match cluster.leave().await {
+                Ok(released) => {
+                    tracing::info!(
+                        released,
+                        "left the cluster; its instances are free for the other hosts"
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot leave the cluster cleanly; other hosts take its instances when its lease expires")
+                }
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::runtime::ConflictRetry;
 use crate::storage::queue::NewEvent;
 
 use super::Host;
+use super::route::Hop;
 
 /// How to send an event (one type for the host and its client).
 pub use burrow_client::SendOptions;
@@ -26,6 +27,41 @@ impl Host {
     /// once the append has committed, or with `options.wait`, once the
     /// event's processing has committed (or the wait ended).
     pub async fn send(
+        &self,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: SendOptions,
+    ) -> Result<SendOutcome, Error> {
+        self.send_from(Hop::Origin, actor, key, event_type, payload, options)
+            .await
+    }
+
+    /// [`Host::send`] for a request that came `hop`: here, or at the host
+    /// that serves the instance.
+    pub async fn send_from(
+        &self,
+        hop: Hop,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: SendOptions,
+    ) -> Result<SendOutcome, Error> {
+        let options = &options;
+        let here = move || async move {
+            self.send_here(actor, key, event_type, payload, options.clone())
+                .await
+        };
+        let there = move |base: String| async move {
+            self.forward_send(&base, actor, key, event_type, payload, options)
+                .await
+        };
+        self.route(hop, actor, key, here, there).await
+    }
+
+    async fn send_here(
         &self,
         actor: &str,
         key: &str,

@@ -18,16 +18,21 @@
 //! operation waits for the disk off the async workers, so that those
 //! instances' commits wait for it at the same time; the log's checkpoint
 //! starts after the commit, beside the instance's work (`storage/wal.rs`).
-//! Shipping a commit to other machines before it is acknowledged belongs
-//! here too.
+//! In a cluster, the commit's pages and marks are shipped to PostgreSQL
+//! (`storage/replica.rs`) before anything of it is released: a commit that
+//! is not shipped fails, and its instance's local copy is restored before
+//! it is used again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::address::Address;
 use crate::connections::{Hub, PendingEvent};
+use crate::storage::cluster::ClusterError;
+use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::replica::Release;
 
 /// What the open transaction did that outlives it: collected while the
 /// guest runs, acted on by the commit stage, dropped on a rollback.
@@ -42,6 +47,10 @@ pub(crate) struct Effects {
     /// It called or sent to another instance, which no rollback undoes: a
     /// batch of calls ends with it (see `cell/batch.rs`).
     pub(crate) reached_outside: bool,
+    /// It started the instance's workflow, due at this time.
+    pub(crate) workflow_started: Option<i64>,
+    /// It created the instance, at this time.
+    pub(crate) created: Option<i64>,
 }
 
 impl Effects {
@@ -54,7 +63,22 @@ impl Effects {
         };
         self.events.extend(later.events);
         self.reached_outside |= later.reached_outside;
+        self.workflow_started = self.workflow_started.or(later.workflow_started);
+        self.created = self.created.or(later.created);
     }
+}
+
+/// Why a commit failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommitError {
+    /// SQLite could not commit: nothing of the transaction was kept.
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The commit is on the local copy but was not shipped to the cluster
+    /// (or, for a read, the lease ran out): nothing of it is released, and
+    /// the local copy is restored before the instance is used again.
+    #[error("{0}")]
+    NotReplicated(#[from] ClusterError),
 }
 
 /// What a commit released, for the caller to act on.
@@ -117,33 +141,60 @@ impl CommitStage {
         address: &Address,
         db: &InstanceDb,
         effects: Effects,
-    ) -> rusqlite::Result<Committed> {
+    ) -> Result<Committed, CommitError> {
         let Effects {
             appended,
             scheduled,
             events,
             reached_outside: _,
+            workflow_started,
+            created,
         } = effects;
-        let commit = || match &self.index {
-            Some(index) if appended || scheduled.is_some() => index.lower_marks_around(
-                &address.actor,
-                &address.key,
-                appended.then_some(now_ms()),
-                scheduled,
-                || db.commit(),
-            ),
-            _ => Ok(db.commit()),
-        };
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
         // the disk together. Alone, the hand-off would cost more than it
         // frees. In `normal` mode too, the commit that starts the log over
         // after a checkpoint syncs.
         let syncs = db.wal.syncs_every_commit() || db.wal.starts_over();
-        if syncs && self.operations.load(Ordering::Relaxed) > 1 {
-            crate::blocking::off_worker(commit)??;
-        } else {
-            commit()??;
+        let off_worker = syncs && self.operations.load(Ordering::Relaxed) > 1;
+        let local_commit = || {
+            if off_worker {
+                crate::blocking::off_worker(|| db.commit())
+            } else {
+                db.commit()
+            }
+        };
+        match &db.replica {
+            Some(replica) => {
+                let release = Release {
+                    marks: MarkWrites {
+                        queue: if appended {
+                            MarkWrite::Lower(now_ms())
+                        } else {
+                            MarkWrite::Keep
+                        },
+                        workflow: workflow_started
+                            .map(|at| MarkWrite::Set(Some(at)))
+                            .unwrap_or_default(),
+                        schedule: scheduled.map(MarkWrite::Lower).unwrap_or_default(),
+                    },
+                    created,
+                };
+                replica.commit(|| db.wal.pages(), release, local_commit)??;
+            }
+            None => match &self.index {
+                Some(index) if appended || scheduled.is_some() || workflow_started.is_some() => {
+                    index.lower_marks_around(
+                        &address.actor,
+                        &address.key,
+                        appended.then_some(now_ms()),
+                        scheduled,
+                        workflow_started,
+                        local_commit,
+                    )??
+                }
+                _ => local_commit()?,
+            },
         }
         self.commits.fetch_add(1, Ordering::Relaxed);
         // Beside the instance's work only while other instances work too

@@ -22,7 +22,7 @@ use crate::address::Address;
 use crate::deadline::Deadline;
 use crate::storage::instance_db::InstanceDb;
 use commit::{CommitStage, Committed, Effects};
-pub(crate) use mode::{ConflictTrap, Mode, Refusal, is_busy, storage_trap};
+pub(crate) use mode::{ConflictTrap, Mode, Refusal, commit_trap, is_busy, storage_trap};
 use output::{GuestOutput, LogLimit};
 use outside::OtherActors;
 use workflow_run::RunState;
@@ -140,7 +140,7 @@ impl InstanceState {
 
 impl InstanceState {
     /// Commits the open transaction through the commit stage.
-    pub(crate) fn commit_transaction(&mut self) -> rusqlite::Result<Committed> {
+    pub(crate) fn commit_transaction(&mut self) -> Result<Committed, commit::CommitError> {
         let effects = std::mem::take(&mut self.effects);
         self.commit_stage.commit(&self.name, &self.db, effects)
     }

@@ -65,6 +65,17 @@ pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
 
 /// A storage failure inside an import, as a trap: [`ConflictTrap`] when the
 /// database was busy, so that the call is re-run rather than failed.
+/// The trap of a failed commit inside guest code (a batch of workflow
+/// steps, orchestration code's writes).
+pub(crate) fn commit_trap(e: super::commit::CommitError) -> wasmtime::Error {
+    match e {
+        super::commit::CommitError::Sqlite(e) => storage_trap(e),
+        super::commit::CommitError::NotReplicated(e) => {
+            wasmtime::Error::msg(format!("the cluster did not take the commit: {e}"))
+        }
+    }
+}
+
 pub(crate) fn storage_trap(e: rusqlite::Error) -> wasmtime::Error {
     if is_busy(&e) {
         ConflictTrap.into()

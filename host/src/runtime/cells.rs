@@ -13,6 +13,7 @@ use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
 use crate::definition::ActorDefinition;
 use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
+use crate::storage::store::ClaimError;
 
 use super::Core;
 
@@ -26,6 +27,7 @@ impl Core {
         address: &Address,
         origin: Origin<'_>,
     ) -> Result<Cell, Error> {
+        self.claim(address).await?;
         let existed = self.store.exists(address);
         if !existed {
             // A destroy cut short (a crash between its deletions) can leave
@@ -45,6 +47,26 @@ impl Core {
             let _ = self.store.remove_files(address);
         }
         result
+    }
+
+    /// Makes the instance at `address` this host's to open (in a cluster:
+    /// its lease, and its file the replicated one). Another host's
+    /// instance is [`Error::Moved`], for the public host to forward to.
+    pub(crate) async fn claim(&self, address: &Address) -> Result<(), Error> {
+        let (actor, key) = (address.actor.to_string(), address.key.to_string());
+        self.store.claim(address).await.map_err(|e| match e {
+            ClaimError::Elsewhere(owner) => Error::Moved {
+                actor,
+                key,
+                owner: owner.id,
+                address: owner.address,
+                live: owner.live,
+            },
+            ClaimError::Busy => Error::Conflict { actor, key },
+            e @ (ClaimError::Cluster(_) | ClaimError::Restore(_)) => {
+                Error::ClusterUnavailable(format!("cannot take `{address}`: {e}"))
+            }
+        })
     }
 
     /// Runs `op` on the awake cell of (`actor`, `key`), waking or creating

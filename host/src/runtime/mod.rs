@@ -34,6 +34,7 @@ use crate::instance::commit::CommitStage;
 use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
 use crate::presence::Presence;
+use crate::storage::cluster::Cluster;
 use crate::storage::store::InstanceStore;
 use crate::storage::{DataDir, validate_actor_name, validate_key};
 
@@ -85,9 +86,16 @@ impl Core {
         let linker = capability::linker(&engine)?;
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
         let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
-        let store = InstanceStore::open(data, config.synchronous, definitions.keys())?;
+        let cluster = match &config.cluster {
+            Some(cluster) => {
+                cluster.check().map_err(anyhow::Error::msg)?;
+                Some(Arc::new(Cluster::join(cluster.clone()).await?))
+            }
+            None => None,
+        };
+        let store = InstanceStore::open(data, config.synchronous, definitions.keys(), cluster)?;
         let hub = Arc::new(Hub::default());
-        let commit_stage = CommitStage::new(store.marks().clone(), hub.clone());
+        let commit_stage = CommitStage::new(store.index().clone(), hub.clone());
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,

@@ -50,7 +50,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::config::Synchronous;
 
@@ -158,6 +158,17 @@ impl Index {
                 ))?;
             }
         }
+        // In a cluster: the replicated version each local copy held when
+        // its last connection closed (`storage/cluster`).
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS replicas (
+                 actor TEXT NOT NULL,
+                 key TEXT NOT NULL,
+                 written_epoch INTEGER NOT NULL,
+                 version INTEGER NOT NULL,
+                 PRIMARY KEY (actor, key)
+             ) WITHOUT ROWID;",
+        )?;
         for mark in Mark::ALL {
             let (name, column) = (mark.name(), mark.column());
             conn.execute_batch(&format!(
@@ -193,6 +204,42 @@ impl Index {
         Ok(())
     }
 
+    /// In a cluster: the replicated version (written epoch, version) the
+    /// local copy of (`actor`, `key`) held when its last connection closed,
+    /// if it has not been opened since.
+    pub(crate) fn replica(&self, actor: &str, key: &str) -> rusqlite::Result<Option<(i64, i64)>> {
+        let conn = self.conn.lock().unwrap();
+        conn.prepare_cached(
+            "SELECT written_epoch, version FROM replicas WHERE actor = ? AND key = ?",
+        )?
+        .query_row([actor, key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+    }
+
+    /// Records the replicated version of the local copy of (`actor`, `key`)
+    /// (`None`: unknown, as while it is open).
+    pub(crate) fn set_replica(
+        &self,
+        actor: &str,
+        key: &str,
+        version: Option<(i64, i64)>,
+    ) -> rusqlite::Result<()> {
+        let conn = self.conn.lock().unwrap();
+        match version {
+            Some((written_epoch, version)) => conn
+                .prepare_cached(
+                    "INSERT INTO replicas (actor, key, written_epoch, version) VALUES (?, ?, ?, ?)
+                     ON CONFLICT (actor, key) DO UPDATE
+                     SET written_epoch = excluded.written_epoch, version = excluded.version",
+                )?
+                .execute(params![actor, key, written_epoch, version])?,
+            None => conn
+                .prepare_cached("DELETE FROM replicas WHERE actor = ? AND key = ?")?
+                .execute([actor, key])?,
+        };
+        Ok(())
+    }
+
     /// Keys of `actor`'s instances, in key order.
     pub(crate) fn keys(&self, actor: &str) -> rusqlite::Result<Vec<String>> {
         let conn = self.conn.lock().unwrap();
@@ -202,18 +249,29 @@ impl Index {
     }
 
     /// Lowers the queue mark of (`actor`, `key`) to `queue` and its
-    /// schedule mark to `schedule` (each only if given and earlier), then
-    /// runs `commit`, holding the index's lock throughout. If a mark cannot
-    /// be written, `commit` does not run.
+    /// schedule mark to `schedule` (each only if given and earlier), sets
+    /// its workflow mark to `workflow` (if given: the transaction starts
+    /// the workflow of a new instance), then runs `commit`, holding the
+    /// index's lock throughout. If a mark cannot be written, `commit` does
+    /// not run.
     pub(crate) fn lower_marks_around<T, E>(
         &self,
         actor: &str,
         key: &str,
         queue: Option<i64>,
         schedule: Option<i64>,
+        workflow: Option<i64>,
         commit: impl FnOnce() -> Result<T, E>,
     ) -> Result<Result<T, E>, rusqlite::Error> {
         let conn = self.conn.lock().unwrap();
+        if let Some(at) = workflow {
+            conn.prepare_cached(
+                "INSERT INTO instances (actor, key, created_at, workflow_due_at)
+                 VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT (actor, key) DO UPDATE SET workflow_due_at = excluded.workflow_due_at",
+            )?
+            .execute(params![actor, key, at])?;
+        }
         let created_at = crate::storage::instance_db::now_ms();
         conn.prepare_cached(
             "INSERT INTO instances (actor, key, created_at, queue_due_at, schedule_due_at)
@@ -249,6 +307,7 @@ impl Index {
         Ok(Ok(at))
     }
 
+    #[cfg(test)]
     /// Sets `mark` of (`actor`, `key`) to `at` (`None`: nothing to do).
     /// Never adds a row (the instance may have been destroyed meanwhile).
     pub(crate) fn set_mark(
@@ -259,24 +318,6 @@ impl Index {
         at: Option<i64>,
     ) -> rusqlite::Result<()> {
         self.set_mark_from(mark, actor, key, || Ok::<_, rusqlite::Error>(at))??;
-        Ok(())
-    }
-
-    /// Sets the workflow mark of a new instance, before its creation
-    /// commits (adding its row if needed).
-    pub(crate) fn mark_new_workflow(
-        &self,
-        actor: &str,
-        key: &str,
-        at: i64,
-    ) -> rusqlite::Result<()> {
-        let conn = self.conn.lock().unwrap();
-        conn.prepare_cached(
-            "INSERT INTO instances (actor, key, created_at, workflow_due_at)
-             VALUES (?1, ?2, ?3, ?3)
-             ON CONFLICT (actor, key) DO UPDATE SET workflow_due_at = excluded.workflow_due_at",
-        )?
-        .execute(params![actor, key, at])?;
         Ok(())
     }
 
@@ -313,10 +354,9 @@ mod tests {
         let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
         for (actor, at) in [("gone", 1), ("a", 5)] {
             index
-                .lower_marks_around(actor, "k", Some(at), Some(at), || Ok::<_, ()>(()))
+                .lower_marks_around(actor, "k", Some(at), Some(at), Some(at), || Ok::<_, ()>(()))
                 .unwrap()
                 .unwrap();
-            index.mark_new_workflow(actor, "k", at).unwrap();
         }
         let only_a = [("a".to_string(), "k".to_string())];
         assert_eq!(index.due(Mark::Queue, 10, &actors(), 1).unwrap(), only_a);
@@ -355,7 +395,10 @@ mod tests {
     fn workflow_marks_are_made_at_creation_and_moved_by_drivers() {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
-        index.mark_new_workflow("w", "k", 10).unwrap();
+        index
+            .lower_marks_around("w", "k", None, None, Some(10), || Ok::<_, ()>(()))
+            .unwrap()
+            .unwrap();
         index.insert("w", "k", 10).unwrap();
         assert_eq!(
             index.due(Mark::Workflow, 10, &actors(), 5).unwrap(),
@@ -399,7 +442,7 @@ mod tests {
         index.insert("a", "k", 1).unwrap();
         let lower = |queue, schedule| {
             index
-                .lower_marks_around("a", "k", queue, schedule, || Ok::<_, ()>(()))
+                .lower_marks_around("a", "k", queue, schedule, None, || Ok::<_, ()>(()))
                 .unwrap()
                 .unwrap()
         };
@@ -472,11 +515,11 @@ mod tests {
                 .is_empty()
         );
         index
-            .lower_marks_around("a", "k", Some(50), None, || Ok::<_, ()>(()))
+            .lower_marks_around("a", "k", Some(50), None, None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         index
-            .lower_marks_around("a", "k", Some(70), None, || Ok::<_, ()>(()))
+            .lower_marks_around("a", "k", Some(70), None, None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         assert!(
@@ -514,7 +557,7 @@ mod tests {
         );
         // An append to an instance not yet indexed makes its row.
         index
-            .lower_marks_around("b", "k", Some(5), None, || Ok::<_, ()>(()))
+            .lower_marks_around("b", "k", Some(5), None, None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
         assert_eq!(index.keys("b").unwrap(), ["k"]);

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use super::replica::Replica;
 use super::sandbox::{Sandbox, host_statement};
 use super::wal::Wal;
 use crate::config::{
@@ -72,6 +73,9 @@ pub(crate) struct InstanceDb {
     pub(crate) watch: Watch,
     /// Its write-ahead log, checkpointed outside commits.
     pub(crate) wal: Wal,
+    /// Its link to the cluster, in one (dropped last: after the
+    /// connection closed).
+    pub(crate) replica: Option<Replica>,
 }
 
 impl InstanceDb {
@@ -124,6 +128,7 @@ impl InstanceDb {
             sandbox,
             watch,
             wal,
+            replica: None,
         })
     }
 

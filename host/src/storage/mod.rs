@@ -20,11 +20,15 @@
 //! directories and files are made at start. SQLite syncs the files' data
 //! itself, but not the directory entry of a new database file.
 
+pub(crate) mod cluster;
 pub(crate) mod functions;
 pub(crate) mod heap;
 pub(crate) mod index;
 pub(crate) mod instance_db;
+pub(crate) mod marks;
+pub(crate) mod pages;
 pub(crate) mod queue;
+pub(crate) mod replica;
 pub(crate) mod sandbox;
 pub(crate) mod schedule;
 pub(crate) mod store;

@@ -4,10 +4,13 @@
 //! which instances have work due, go through it and nothing else: cells,
 //! capabilities and background work never see a path or a directory.
 //!
-//! Its one backend today is the local data directory: one SQLite file per
-//! instance under `actors/<actor>/`, and the index beside them. A second
-//! backend (several hosts sharing actors through PostgreSQL) replaces what
-//! is behind these methods, not their callers.
+//! Its first backend is the local data directory: one SQLite file per
+//! instance under `actors/<actor>/`, and the index beside them. In a
+//! cluster (`cluster/`), the files are caches of the copies in PostgreSQL:
+//! an instance must be claimed ([`InstanceStore::claim`]) before it is
+//! opened, which takes its lease and makes its file the replicated one,
+//! and each connection ships its commits (`replica.rs`); the marks and the
+//! list of instances are PostgreSQL's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,23 +23,45 @@ use crate::config::{DB_BUSY_TIMEOUT, Synchronous};
 use crate::deadline::Deadline;
 
 use super::DataDir;
+use super::cluster::shipper::{Shipment, Write};
+use super::cluster::{Acquired, Cluster, ClusterError, Held, Owner};
 use super::index::Index;
 use super::instance_db::InstanceDb;
+use super::marks::Marks;
+use super::replica::Replica;
 
 /// Where instances' databases and the index of marks live.
 pub(crate) struct InstanceStore {
     data: DataDir,
     index: Arc<Index>,
+    marks: Arc<Marks>,
     synchronous: Synchronous,
+    cluster: Option<Arc<Cluster>>,
+}
+
+/// Why an instance could not be claimed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClaimError {
+    /// Another member holds its lease.
+    #[error("another host holds the instance: {}", .0.id)]
+    Elsewhere(Owner),
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    /// A connection of a lease held before is still open on the file.
+    #[error("the instance's file is still open from before; try again")]
+    Busy,
+    #[error("cannot restore the instance's file: {0}")]
+    Restore(String),
 }
 
 impl InstanceStore {
     /// The store in `data` (opened and locked already), with a directory
-    /// for each of `actors`, and its index.
+    /// for each of `actors`, and its index; in `cluster` if given.
     pub(crate) fn open(
         data: DataDir,
         synchronous: Synchronous,
         actors: impl IntoIterator<Item = impl AsRef<str>>,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<InstanceStore> {
         for actor in actors {
             data.prepare_actor(actor.as_ref())?;
@@ -44,11 +69,107 @@ impl InstanceStore {
         let index = Index::open_with(&data.root().join("host.sqlite"), synchronous)
             .with_context(|| format!("cannot open {}/host.sqlite", data.root().display()))?;
         data.sync_root()?;
+        let index = Arc::new(index);
         Ok(InstanceStore {
             data,
-            index: Arc::new(index),
+            marks: Arc::new(Marks::new(index.clone(), cluster.clone())),
+            index,
             synchronous,
+            cluster,
         })
+    }
+
+    /// The cluster this host is part of, if any.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
+    /// Makes the instance at `address` this host's to open: in a cluster,
+    /// takes its lease unless this host holds it already, and makes its
+    /// local file the replicated one (restoring it from PostgreSQL unless
+    /// it is known to be that version). Nothing to do on a host alone.
+    pub(crate) async fn claim(&self, address: &Address) -> Result<(), ClaimError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(());
+        };
+        let slot = cluster.slot(address);
+        let current = |incarnation| {
+            slot.held_under(incarnation)
+                .is_some_and(|held: Held| held.current)
+        };
+        let member = cluster.valid_member().await?;
+        if current(member.incarnation) {
+            return Ok(());
+        }
+        let _claiming = slot.claiming.lock().await;
+        let member = cluster.valid_member().await?;
+        if current(member.incarnation) {
+            return Ok(());
+        }
+        let taken = match cluster.acquire(&member, address).await? {
+            Acquired::Taken(taken) => taken,
+            Acquired::Elsewhere(owner) => {
+                cluster.note_owner(address, Some(owner.clone()));
+                return Err(ClaimError::Elsewhere(owner));
+            }
+        };
+        cluster.note_owner(address, None);
+        let recorded = {
+            let state = slot.state();
+            if state.open > 0 {
+                return Err(ClaimError::Busy);
+            }
+            state.known
+        };
+        let recorded = match recorded {
+            Some(known) => Some(known),
+            None => self
+                .index
+                .replica(&address.actor, &address.key)
+                .map_err(|e| ClaimError::Restore(e.to_string()))?,
+        };
+        let path = self.path(address);
+        let replicated = (taken.written_epoch, taken.version);
+        if taken.created_at.is_none() {
+            // Not an instance (any more): no file may stand for it.
+            self.remove_files(address)
+                .map_err(|e| ClaimError::Restore(format!("{e:#}")))?;
+        } else if recorded != Some(replicated) || !path.exists() {
+            let pages = cluster.pages(taken.id).await?;
+            let (page_size, db_pages) = (taken.page_size, taken.pages);
+            let target = path.clone();
+            tokio::task::spawn_blocking(move || {
+                super::pages::write_image(&target, page_size, db_pages, pages)
+            })
+            .await
+            .map_err(|e| ClaimError::Restore(e.to_string()))?
+            .map_err(|e| ClaimError::Restore(e.to_string()))?;
+            tracing::info!(%address, version = taken.version, pages = taken.pages, "restored the instance from the cluster");
+        }
+        let mut state = slot.state();
+        state.known = None;
+        state.held = Some(Held {
+            incarnation: member.incarnation,
+            id: taken.id,
+            epoch: taken.epoch,
+            version: taken.version,
+            written_epoch: taken.written_epoch,
+            db_pages: taken.pages,
+            current: true,
+        });
+        Ok(())
+    }
+
+    /// The owner of `address` this host last met, if another member.
+    pub(crate) fn known_owner(&self, address: &Address) -> Option<Owner> {
+        self.cluster.as_ref()?.known_owner(address)
+    }
+
+    /// Forgets the owner of `address` this host met (it did not answer).
+    pub(crate) fn forget_owner(&self, address: &Address) {
+        if let Some(cluster) = &self.cluster {
+            cluster.note_owner(address, None);
+        }
     }
 
     /// The data directory (for read-only views that open files of their
@@ -57,8 +178,13 @@ impl InstanceStore {
         self.data.root()
     }
 
-    /// The index of marks.
-    pub(crate) fn marks(&self) -> &Arc<Index> {
+    /// The marks of every instance.
+    pub(crate) fn marks(&self) -> &Arc<Marks> {
+        &self.marks
+    }
+
+    /// This host's index (its marks, when it runs alone).
+    pub(crate) fn index(&self) -> &Arc<Index> {
         &self.index
     }
 
@@ -75,7 +201,24 @@ impl InstanceStore {
         size_limit: u64,
         deadline: Deadline,
     ) -> rusqlite::Result<InstanceDb> {
-        InstanceDb::open(&self.path(address), self.synchronous, size_limit, deadline)
+        let path = self.path(address);
+        let mut db = InstanceDb::open(&path, self.synchronous, size_limit, deadline)?;
+        if let Some(cluster) = &self.cluster {
+            let replica = Replica::open(
+                cluster.clone(),
+                cluster.slot(address),
+                self.index.clone(),
+                &db.conn,
+                &path,
+            );
+            db.replica = Some(replica.map_err(|e| {
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(e),
+                )
+            })?);
+        }
+        Ok(db)
     }
 
     /// A read-only connection to the database of `address` that sees what
@@ -90,8 +233,11 @@ impl InstanceStore {
     }
 
     /// Makes a new instance durable once its creation committed, and lists
-    /// it in the index.
+    /// it in the index (in a cluster, the creation's shipment did both).
     pub(crate) fn created(&self, address: &Address, created_at: i64) -> Result<()> {
+        if self.cluster.is_some() {
+            return Ok(());
+        }
         // Both are tried; the first failure is reported.
         let synced = self
             .data
@@ -111,15 +257,49 @@ impl InstanceStore {
     }
 
     /// Deletes the instance at `address`: its files, then its index row
-    /// with its marks.
+    /// with its marks. In a cluster, first its replicated copy and marks
+    /// (fenced: this host must hold its lease, its file current).
     pub(crate) fn remove(&self, address: &Address) -> Result<()> {
+        if let Some(cluster) = &self.cluster {
+            let slot = cluster.slot(address);
+            let held = slot
+                .held_under(cluster.member().incarnation)
+                .filter(|held| held.current)
+                .ok_or_else(|| {
+                    anyhow::anyhow!("this host no longer holds the lease of {address}")
+                })?;
+            let order = slot.order();
+            let ack = cluster.ship(Shipment {
+                id: held.id,
+                epoch: held.epoch,
+                write: Write::Destroy { base: held.version },
+            });
+            drop(order);
+            let shipped = crate::blocking::off_worker(|| cluster.wait(&ack));
+            if let Err(e) = shipped {
+                slot.diverged();
+                return Err(e).context("the cluster did not take the destroy");
+            }
+            {
+                let mut state = slot.state();
+                if let Some(held) = &mut state.held {
+                    held.version += 1;
+                    held.written_epoch = held.epoch;
+                    held.db_pages = 0;
+                }
+            }
+            return self.remove_files(address);
+        }
         self.remove_files(address)?;
         Ok(self.index.remove(&address.actor, &address.key)?)
     }
 
     /// Keys of `actor`'s instances, sorted.
-    pub(crate) fn keys(&self, actor: &str) -> rusqlite::Result<Vec<String>> {
-        self.index.keys(actor)
+    pub(crate) async fn keys(&self, actor: &str) -> Result<Vec<String>> {
+        match &self.cluster {
+            Some(cluster) => Ok(cluster.keys(actor).await?),
+            None => Ok(self.index.keys(actor)?),
+        }
     }
 
     fn path(&self, address: &Address) -> PathBuf {

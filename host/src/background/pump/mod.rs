@@ -155,6 +155,14 @@ impl Run {
         Error::storage(self.actor(), self.key(), e.to_string())
     }
 
+    fn marks_failed(&self, e: crate::storage::marks::MarkError) -> Error {
+        Error::storage(
+            self.actor(),
+            self.key(),
+            format!("cannot record the queue mark: {e}"),
+        )
+    }
+
     fn set_error(&self, error: Option<String>) {
         *self.shared.last_error.lock().unwrap() = error;
     }

@@ -48,6 +48,16 @@ impl Run {
     }
 
     async fn drive(&mut self) -> Result<(), Error> {
+        // In a cluster: this host's file is the replicated one (or the
+        // instance is another host's, whose timer runs its queue).
+        match self.work.core.claim(&self.address).await {
+            Ok(()) => {}
+            Err(Error::Moved { .. }) => {
+                self.work.pump_ended(&self.address, self.id);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
         if !self.work.core.store.exists(&self.address) {
             return self.end_gone();
         }
@@ -148,7 +158,7 @@ impl Run {
             .store
             .marks()
             .set_mark(Mark::Queue, self.actor(), self.key(), None)
-            .map_err(|e| self.storage(e))?;
+            .map_err(|e| self.marks_failed(e))?;
         self.work.pump_ended(&self.address, self.id);
         Ok(())
     }
@@ -168,7 +178,7 @@ impl Run {
             .set_mark_from(Mark::Queue, self.actor(), self.key(), || {
                 next_pick_time(reader, now_ms(), declined)
             })
-            .map_err(|e| self.storage(e))?;
+            .map_err(|e| self.marks_failed(e))?;
         marked.map_err(|e: rusqlite::Error| self.storage(e))?;
         Ok(self.work.pump_may_end(&self.address, self.id))
     }
@@ -183,7 +193,7 @@ impl Run {
             .set_mark_from(Mark::Queue, self.actor(), self.key(), || {
                 Ok::<_, rusqlite::Error>(Some(at))
             })
-            .map_err(|e| self.storage(e))?
+            .map_err(|e| self.marks_failed(e))?
             .map_err(|e| self.storage(e))?;
         self.work.pump_ended(&self.address, self.id);
         Ok(())

@@ -6,8 +6,9 @@
 //! (`now`) and versions (`version`, `removed`) are here too.
 
 use crate::bindings::workflow::Interrupt;
+use crate::instance::commit::CommitError;
 use crate::instance::workflow_run::RunState;
-use crate::instance::{InstanceState, Mode, storage_trap};
+use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
 use crate::storage::instance_db::{Savepoint, now_ms};
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
 
@@ -67,7 +68,7 @@ impl InstanceState {
             };
         }
         self.db.begin().map_err(storage_trap)?;
-        let committed = f(&self.db.conn).and_then(|()| {
+        let committed = f(&self.db.conn).map_err(CommitError::from).and_then(|()| {
             self.commit_stage
                 .commit(&self.name, &self.db, Default::default())
         });
@@ -75,7 +76,7 @@ impl InstanceState {
             Ok(_) => Ok(()),
             Err(e) => {
                 self.db.rollback();
-                Err(storage_trap(e))
+                Err(commit_trap(e))
             }
         }
     }

@@ -23,9 +23,10 @@ use crate::bindings::workflow::{
     FailureKind, Interrupt, StepFailure, StepOptions, StepOutcome, StepStart,
 };
 use crate::config::{MAX_BATCH_CALLS, MAX_BATCH_TIME, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
+use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, StepBatch};
-use crate::instance::{InstanceState, Mode, storage_trap};
+use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
 use crate::storage::instance_db::{Savepoint, now_ms};
 use crate::storage::queue::retry_delay;
 use crate::storage::workflow::{EntryKind, EntryStatus, HistoryEntry};
@@ -75,7 +76,7 @@ pub(super) fn begin_step(
         .as_ref()
         .is_some_and(|b| b.begun.elapsed() >= MAX_BATCH_TIME);
     if run.steps_alone || old {
-        instance.commit_steps().map_err(storage_trap)?;
+        instance.commit_steps().map_err(commit_trap)?;
     }
     let batched = instance.run().batch.is_some();
     if !batched {
@@ -197,7 +198,7 @@ impl InstanceState {
             || batch.steps >= MAX_BATCH_CALLS
             || batch.begun.elapsed() >= MAX_BATCH_TIME;
         if due {
-            self.commit_steps().map_err(storage_trap)?;
+            self.commit_steps().map_err(commit_trap)?;
         }
         Ok(())
     }
@@ -222,7 +223,7 @@ impl InstanceState {
 
     /// Commits the run's batch of steps, if it has one, with their
     /// effects. A failed commit rolls the batch back.
-    pub(crate) fn commit_steps(&mut self) -> rusqlite::Result<()> {
+    pub(crate) fn commit_steps(&mut self) -> Result<(), CommitError> {
         let Some(batch) = self.workflow.as_mut().and_then(|run| run.batch.take()) else {
             return Ok(());
         };

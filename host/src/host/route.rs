@@ -1,0 +1,416 @@
+//! In a cluster, every host accepts every request: one for an instance
+//! another member owns is forwarded to that member over HTTP, as it came
+//! (the front end's requests) or as a call or a send (guest code's).
+//!
+//! [`Host::route`] decides: the instance is served here when this host
+//! holds its lease or takes it (no live owner); else the request goes to
+//! the owner. A forwarded request carries [`FORWARDED_HEADER`], and the
+//! host that receives it serves it or answers `moved`, never forwards it
+//! again, so that no request travels in circles. A call between actors
+//! carries its chain of callers in [`CHAIN_HEADER`], so that a cycle is
+//! refused across hosts as on one.
+//!
+//! When the owner cannot be reached before anything was sent (it died),
+//! or answers `moved` (the lease changed hands), the host looks the owner
+//! up again and retries, until the dead owner's lease and its margin have
+//! run out and the instance can be taken over: a failover costs the
+//! caller that wait, not an error. A request that reached the owner and
+//! got no answer is not retried (it may have been applied): its caller
+//! hears that its outcome is unknown.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use burrow_client::{ErrorBody, GuestFailure};
+use reqwest::{Method, StatusCode};
+
+use crate::address::Address;
+use crate::error::Error;
+use crate::{SendOptions, SendOutcome};
+
+use super::Host;
+
+/// Marks a request forwarded by another host (its value: that host's id).
+pub const FORWARDED_HEADER: &str = "x-burrow-forwarded";
+/// The chain of a call between actors: a JSON array of `[actor, key]`.
+pub const CHAIN_HEADER: &str = "x-burrow-chain";
+/// How long establishing a connection to another host may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The pause before looking an unreachable owner up again.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Where a request came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// A client of this host, or guest code on it: forwarded if need be.
+    Origin,
+    /// Another host forwarded it: served here, or answered `moved`.
+    Forwarded,
+}
+
+/// Why a request sent to another host got no answer of its own.
+#[derive(Debug)]
+pub enum Unreached {
+    /// Nothing was sent (no connection), or the host answered that it does
+    /// not own the instance: look the owner up again and retry.
+    Retry(String),
+    /// The request was sent and no answer came: it may have been applied.
+    Unknown(String),
+}
+
+/// An answer of another host, as it came.
+#[derive(Debug)]
+pub struct Forwarded {
+    /// Its HTTP status.
+    pub status: u16,
+    /// Its content type.
+    pub content_type: Option<String>,
+    /// Its body.
+    pub body: bytes::Bytes,
+}
+
+/// The HTTP client a host forwards with (connections to other hosts are
+/// kept open between requests).
+#[derive(Clone, Default)]
+pub(super) struct Forwarder {
+    client: reqwest::Client,
+}
+
+impl Forwarder {
+    pub(super) fn new() -> Forwarder {
+        Forwarder {
+            client: reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl Host {
+    /// The owner of (`actor`, `key`) if another member serves it; `None`
+    /// when it is served here (this host holds, or has just taken, its
+    /// lease, with its file current). Always `None` on a host alone.
+    pub async fn locate(&self, actor: &str, key: &str) -> Result<Option<Owner>, Error> {
+        if self.core.store.cluster().is_none() {
+            return Ok(None);
+        }
+        let def = self.core.resolve(actor, key)?;
+        let address = self.core.address(&def, key);
+        if let Some(owner) = self.core.store.known_owner(&address)
+            && owner.live
+        {
+            return Ok(Some(Owner {
+                id: owner.id,
+                address: owner.address,
+            }));
+        }
+        match self.core.claim(&address).await {
+            Ok(()) => Ok(None),
+            Err(Error::Moved { owner, address, .. }) => Ok(Some(Owner { id: owner, address })),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The longest a request waits for an unreachable owner's instances to
+    /// be taken over: a lease, its margin and a heartbeat.
+    fn failover_bound(&self) -> Duration {
+        match self.core.store.cluster() {
+            Some(cluster) => {
+                let config = cluster.config();
+                config.lease + config.margin * 2 + config.heartbeat
+            }
+            None => Duration::ZERO,
+        }
+    }
+
+    /// Serves a request for (`actor`, `key`): `here` if it is served on
+    /// this host, else `there` with the owner's base URL (see the module
+    /// docs).
+    pub async fn route<T, Here, There>(
+        &self,
+        hop: Hop,
+        actor: &str,
+        key: &str,
+        mut here: impl FnMut() -> Here,
+        mut there: impl FnMut(String) -> There,
+    ) -> Result<T, Error>
+    where
+        Here: Future<Output = Result<T, Error>>,
+        There: Future<Output = Result<Result<T, Error>, Unreached>>,
+    {
+        let until = Instant::now() + self.failover_bound();
+        loop {
+            let owner = match self.locate(actor, key).await? {
+                None => match here().await {
+                    // The lease went elsewhere meanwhile.
+                    Err(Error::Moved { .. }) if hop == Hop::Origin && Instant::now() < until => {
+                        continue;
+                    }
+                    other => return other,
+                },
+                Some(owner) => owner,
+            };
+            let moved = || Error::Moved {
+                actor: actor.into(),
+                key: key.into(),
+                owner: owner.id.clone(),
+                address: owner.address.clone(),
+                live: true,
+            };
+            if hop == Hop::Forwarded {
+                return Err(moved());
+            }
+            match there(owner.address.clone()).await {
+                Ok(answer) => return answer,
+                Err(Unreached::Retry(why)) => {
+                    self.forget_owner(actor, key);
+                    if Instant::now() >= until {
+                        return Err(Error::ClusterUnavailable(format!(
+                            "`{actor}/{key}` is served by host {} at {}, which cannot be reached: {why}",
+                            owner.id, owner.address
+                        )));
+                    }
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(Unreached::Unknown(why)) => {
+                    self.forget_owner(actor, key);
+                    return Err(Error::ClusterUnavailable(format!(
+                        "`{actor}/{key}` is served by host {} at {}, which failed before it answered ({why}); the request may or may not have been applied",
+                        owner.id, owner.address
+                    )));
+                }
+            }
+        }
+    }
+
+    fn forget_owner(&self, actor: &str, key: &str) {
+        self.core.store.forget_owner(&Address {
+            actor: actor.into(),
+            key: key.into(),
+        });
+    }
+
+    /// This host's id in its cluster (empty on a host alone).
+    pub fn member_id(&self) -> String {
+        self.core
+            .store
+            .cluster()
+            .map(|cluster| cluster.member().id)
+            .unwrap_or_default()
+    }
+
+    /// How long a request for an instance of `actor` forwarded to another
+    /// host may take, past what the request itself waits for (`extra`):
+    /// the actor's call timeout, then a lease and its margins. A host
+    /// that has not answered by then was paused or cut off, and its
+    /// instances are another's.
+    pub fn forward_timeout(&self, actor: &str, extra: Duration) -> Duration {
+        self.core.call_timeout(actor) + extra + self.failover_bound()
+    }
+
+    /// Sends a request to the host at `base` as it came: `path_and_query`
+    /// with `method`, `content_type` and `body`; its answer must come
+    /// within `timeout`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn forward(
+        &self,
+        base: &str,
+        method: Method,
+        path_and_query: &str,
+        content_type: Option<&str>,
+        chain: Option<String>,
+        body: bytes::Bytes,
+        timeout: Duration,
+    ) -> Result<Forwarded, Unreached> {
+        let url = format!("{}{path_and_query}", base.trim_end_matches('/'));
+        let mut request = self
+            .forwarder
+            .client
+            .request(method, &url)
+            .header(FORWARDED_HEADER, self.member_id())
+            .timeout(timeout)
+            .body(body);
+        if let Some(content_type) = content_type {
+            request = request.header(reqwest::header::CONTENT_TYPE, content_type);
+        }
+        if let Some(chain) = chain {
+            request = request.header(CHAIN_HEADER, chain);
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_connect() {
+                Unreached::Retry(e.to_string())
+            } else {
+                Unreached::Unknown(e.to_string())
+            }
+        })?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Unreached::Unknown(e.to_string()))?;
+        if status == StatusCode::SERVICE_UNAVAILABLE
+            && let Ok(error) = serde_json::from_slice::<ErrorBody>(&body)
+            && matches!(error.error.code.as_str(), "moved" | "shutting-down")
+        {
+            // Nothing was done there: the owner changed, or is leaving.
+            return Err(Unreached::Retry(error.error.message));
+        }
+        Ok(Forwarded {
+            status: status.as_u16(),
+            content_type,
+            body,
+        })
+    }
+
+    /// Calls `action` on (`actor`, `key`) at the host at `base`, for guest
+    /// code on the chain `chain`.
+    pub(super) async fn forward_call(
+        &self,
+        base: &str,
+        chain: &[Address],
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<Result<String, Error>, Unreached> {
+        let path = format!(
+            "/actors/{}/{}/actions/{}",
+            burrow_client::encode_segment(actor),
+            burrow_client::encode_segment(key),
+            burrow_client::encode_segment(action)
+        );
+        let chain: Vec<[&str; 2]> = chain.iter().map(|a| [&*a.actor, &*a.key]).collect();
+        let chain = serde_json::to_string(&chain).expect("strings serialize");
+        let answer = self
+            .forward(
+                base,
+                Method::POST,
+                &path,
+                Some("application/json"),
+                Some(chain),
+                bytes::Bytes::copy_from_slice(args.as_bytes()),
+                self.forward_timeout(actor, Duration::ZERO),
+            )
+            .await?;
+        Ok(match answer.status {
+            200 => String::from_utf8(answer.body.to_vec())
+                .map_err(|_| remote_garbage(actor, key, "a result that is not UTF-8")),
+            _ => Err(remote_error(actor, key, &answer)),
+        })
+    }
+
+    /// Sends an event to (`actor`, `key`) at the host at `base`.
+    pub(super) async fn forward_send(
+        &self,
+        base: &str,
+        actor: &str,
+        key: &str,
+        event_type: &str,
+        payload: &str,
+        options: &SendOptions,
+    ) -> Result<Result<SendOutcome, Error>, Unreached> {
+        let path = format!(
+            "/actors/{}/{}/queue",
+            burrow_client::encode_segment(actor),
+            burrow_client::encode_segment(key)
+        );
+        let payload: Box<serde_json::value::RawValue> =
+            serde_json::value::RawValue::from_string(payload.to_owned())
+                .map_err(|e| Unreached::Unknown(format!("the payload is not JSON: {e}")))?;
+        let mut body = serde_json::json!({
+            "type": event_type,
+            "payload": payload,
+            "priority": options.priority,
+            "group": options.group,
+        });
+        if let Some(wait) = options.wait {
+            body["wait"] = true.into();
+            body["timeout_ms"] = (wait.as_millis() as u64).into();
+        }
+        let answer = self
+            .forward(
+                base,
+                Method::POST,
+                &path,
+                Some("application/json"),
+                None,
+                bytes::Bytes::from(body.to_string()),
+                self.forward_timeout(actor, options.wait.unwrap_or_default()),
+            )
+            .await?;
+        Ok(match answer.status {
+            200..=299 => serde_json::from_slice::<SendOutcome>(&answer.body).map_err(|e| {
+                remote_garbage(
+                    actor,
+                    key,
+                    &format!("an answer that is not a send outcome ({e})"),
+                )
+            }),
+            _ => Err(remote_error(actor, key, &answer)),
+        })
+    }
+}
+
+/// The host of the cluster that serves an instance.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// Its id.
+    pub id: String,
+    /// Its base URL.
+    pub address: String,
+}
+
+fn remote_garbage(actor: &str, key: &str, what: &str) -> Error {
+    Error::ClusterUnavailable(format!(
+        "the host that serves `{actor}/{key}` answered with {what}"
+    ))
+}
+
+/// The error another host answered with, as this host would have made it
+/// where it can be rebuilt (a failure of the actor's code keeps its code).
+pub(crate) fn remote_error(actor: &str, key: &str, answer: &Forwarded) -> Error {
+    let Ok(body) = serde_json::from_slice::<ErrorBody>(&answer.body) else {
+        return remote_garbage(
+            actor,
+            key,
+            &format!("status {} and no error", answer.status),
+        );
+    };
+    let detail = body.error;
+    match (detail.code.as_str(), detail.guest) {
+        (
+            "action-failed",
+            Some(GuestFailure {
+                during,
+                code,
+                message,
+            }),
+        ) => Error::Failed {
+            actor: actor.into(),
+            key: key.into(),
+            during,
+            code,
+            message,
+        },
+        ("connection-refused", Some(GuestFailure { code, message, .. })) => {
+            Error::ConnectionRefused {
+                actor: actor.into(),
+                key: key.into(),
+                code,
+                message,
+            }
+        }
+        _ => Error::Remote {
+            status: answer.status,
+            code: detail.code,
+            message: detail.message,
+        },
+    }
+}

@@ -1,0 +1,191 @@
+//! Leases: which host owns an instance, at which epoch.
+//!
+//! An instance is owned by at most one member at a time: its row's
+//! `owner`. A host takes a lease ([`acquire`]) when the row has no owner,
+//! when it is its own, or when the owner's membership has been expired for
+//! longer than the safety margin (by PostgreSQL's clock); taking it adds
+//! one to the row's `epoch`, the fencing token every later write of the
+//! new owner carries (`shipper.rs`), so that nothing the old owner still
+//! tries to write can land. A lease is valid for as long as its holder's
+//! membership is (`members.rs`): a heartbeat renews all of a host's
+//! leases at once. Leases are given back when a host leaves cleanly.
+//!
+//! [`LeaseSlot`] is what this host knows of one instance's lease: the
+//! lease it holds (under which membership, at which epoch and replicated
+//! version), whether its local copy is that version, the connections open
+//! on that copy and the tail of its log.
+
+use std::sync::{Mutex, MutexGuard};
+
+use crate::address::Address;
+use crate::storage::pages::LogTail;
+
+use super::{ClusterError, Shared};
+
+/// A lease this host holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// The membership it was taken under.
+    pub(crate) incarnation: u64,
+    /// The instance's row.
+    pub(crate) id: i64,
+    pub(crate) epoch: i64,
+    /// The replicated version (commits shipped), counting those queued.
+    pub(crate) version: i64,
+    /// The epoch of the last shipped commit.
+    pub(crate) written_epoch: i64,
+    /// The database's size in pages at that version.
+    pub(crate) db_pages: u32,
+    /// The local copy is that version.
+    pub(crate) current: bool,
+}
+
+/// What this host knows of one instance's lease.
+pub(crate) struct LeaseSlot {
+    pub(crate) address: Address,
+    /// Serializes the claims of the instance.
+    pub(crate) claiming: tokio::sync::Mutex<()>,
+    state: Mutex<SlotState>,
+    /// Held while a write of the instance is made and queued, so that its
+    /// writes reach the shipper in the order they were made.
+    order: Mutex<()>,
+}
+
+#[derive(Default)]
+pub(crate) struct SlotState {
+    pub(crate) held: Option<Held>,
+    /// Connections open on the local copy.
+    pub(crate) open: usize,
+    /// The log's tail while connections are open.
+    pub(crate) tail: Option<LogTail>,
+    /// The replicated version (written epoch, version) the local copy is
+    /// known to be while no lease is held (`None`: unknown).
+    pub(crate) known: Option<(i64, i64)>,
+}
+
+impl LeaseSlot {
+    pub(super) fn new(address: Address) -> LeaseSlot {
+        LeaseSlot {
+            address,
+            claiming: tokio::sync::Mutex::new(()),
+            state: Mutex::new(SlotState::default()),
+            order: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Orders this instance's writes (see the field).
+    pub(crate) fn order(&self) -> MutexGuard<'_, ()> {
+        self.order.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lease held under `incarnation`, if any.
+    pub(crate) fn held_under(&self, incarnation: u64) -> Option<Held> {
+        self.state()
+            .held
+            .filter(|held| held.incarnation == incarnation)
+    }
+}
+
+/// The replicated state of an instance, as its row says right after this
+/// host took its lease.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Taken {
+    pub(crate) id: i64,
+    pub(crate) epoch: i64,
+    pub(crate) version: i64,
+    pub(crate) written_epoch: i64,
+    pub(crate) page_size: u32,
+    pub(crate) pages: u32,
+    /// When the instance was created (`None`: it does not exist).
+    pub(crate) created_at: Option<i64>,
+}
+
+/// Another member's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) id: String,
+    /// Its base URL.
+    pub(crate) address: String,
+    /// Its membership is unexpired (else it is within the safety margin,
+    /// and nobody may serve the instance until that has passed).
+    pub(crate) live: bool,
+}
+
+/// The outcome of trying to take a lease.
+#[derive(Debug, Clone)]
+pub(crate) enum Acquired {
+    Taken(Taken),
+    Elsewhere(Owner),
+}
+
+/// Takes the lease of `address` for member `me`, unless another member
+/// holds it.
+pub(super) async fn acquire(
+    shared: &Shared,
+    me: &str,
+    address: &Address,
+) -> Result<Acquired, ClusterError> {
+    let client = shared.client().await?;
+    let margin = shared.config.margin.as_secs_f64();
+    let taken = client
+        .query_opt(
+            "INSERT INTO burrow_instances AS i (actor, key, owner, epoch)
+             SELECT $1, $2, $3, 1
+             WHERE EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
+             ON CONFLICT (actor, key) DO UPDATE SET owner = EXCLUDED.owner, epoch = i.epoch + 1
+             WHERE (i.owner IS NULL OR i.owner = EXCLUDED.owner OR NOT EXISTS (
+                       SELECT 1 FROM burrow_hosts h
+                       WHERE h.id = i.owner AND h.expires_at + make_interval(secs => $4) > now()))
+               AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
+             RETURNING id, epoch, version, written_epoch, page_size, pages, created_at",
+            &[&&*address.actor, &&*address.key, &me, &margin],
+        )
+        .await?;
+    if let Some(row) = taken {
+        return Ok(Acquired::Taken(Taken {
+            id: row.get(0),
+            epoch: row.get(1),
+            version: row.get(2),
+            written_epoch: row.get(3),
+            page_size: row.get::<_, i32>(4) as u32,
+            pages: row.get::<_, i32>(5) as u32,
+            created_at: row.get(6),
+        }));
+    }
+    let owner = client
+        .query_opt(
+            "SELECT i.owner, h.address, h.expires_at > now()
+             FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
+             WHERE i.actor = $1 AND i.key = $2",
+            &[&&*address.actor, &&*address.key],
+        )
+        .await?;
+    match owner {
+        Some(row) if row.get::<_, String>(0) != me => Ok(Acquired::Elsewhere(Owner {
+            id: row.get(0),
+            address: row.get(1),
+            live: row.get(2),
+        })),
+        // Our own membership expired meanwhile, or the owner left.
+        _ => Err(ClusterError::NotMember),
+    }
+}
+
+/// Every page of the replicated database of instance `id`, in order.
+pub(super) async fn pages(shared: &Shared, id: i64) -> Result<Vec<(u32, Vec<u8>)>, ClusterError> {
+    let client = shared.client().await?;
+    let rows = client
+        .query(
+            "SELECT pgno, data FROM burrow_pages WHERE instance = $1 ORDER BY pgno",
+            &[&id],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.get::<_, i32>(0) as u32, row.get(1)))
+        .collect())
+}

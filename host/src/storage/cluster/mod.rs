@@ -1,0 +1,411 @@
+//! Several hosts, one actor space: the instance store's second backend,
+//! on PostgreSQL.
+//!
+//! Each instance is owned by at most one member at a time through a lease
+//! with an epoch (`leases.rs`, `members.rs`); its SQLite database stays the
+//! engine, and its local file becomes a cache of the copy in PostgreSQL,
+//! to which every commit's pages are shipped, fenced by the epoch, before
+//! anything of the commit is released (`shipper.rs`). The marks of the
+//! queue, workflow and schedules live there too, so that any member's
+//! timer can find the work of an instance whose host died (`marks.rs`).
+//!
+//! PostgreSQL is reached from a runtime of the cluster's own (two threads):
+//! the host's workers never poll a PostgreSQL connection, and a commit
+//! stage that waits for its shipment, blocking its thread, cannot stall
+//! the task that writes it, whatever runtime the host runs on.
+
+mod leases;
+mod marks;
+mod members;
+mod schema;
+pub(crate) mod shipper;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio::sync::mpsc;
+
+use crate::address::Address;
+use crate::config::ClusterConfig;
+
+pub(crate) use leases::{Acquired, Held, LeaseSlot, Owner, Taken};
+pub(crate) use members::Member;
+use shipper::{Ack, Queued, Shipment};
+
+/// Connections to PostgreSQL a host keeps at most.
+const POOL_SIZE: usize = 8;
+
+/// Why the cluster could not do what was asked.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum ClusterError {
+    /// PostgreSQL could not be reached or refused the statement.
+    #[error("PostgreSQL: {0}")]
+    Unavailable(String),
+    /// The write's fence did not pass: this host no longer owns the
+    /// instance at that epoch (or its copy is not the replicated one).
+    #[error("this host no longer holds the instance's lease; nothing was written")]
+    Fenced,
+    /// This host's membership has expired; it is joining again.
+    #[error("this host's membership of the cluster has expired; it is joining again")]
+    NotMember,
+}
+
+impl From<tokio_postgres::Error> for ClusterError {
+    fn from(e: tokio_postgres::Error) -> ClusterError {
+        ClusterError::Unavailable(match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.code().code(), db.message()),
+            None => e.to_string(),
+        })
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ClusterError {
+    fn from(e: deadpool_postgres::PoolError) -> ClusterError {
+        ClusterError::Unavailable(format!("no connection: {e}"))
+    }
+}
+
+/// What every part of the cluster shares.
+pub(crate) struct Shared {
+    pub(crate) config: ClusterConfig,
+    pool: Pool,
+    member: Mutex<Member>,
+    /// Set when the host left: no heartbeat, no shipment, no lease.
+    left: AtomicBool,
+    leases: Mutex<HashMap<Address, Arc<LeaseSlot>>>,
+    /// Owners of instances this host met held elsewhere, to forward to
+    /// without asking PostgreSQL each time.
+    owners: Mutex<HashMap<Address, Owner>>,
+    shipments: mpsc::UnboundedSender<Queued>,
+}
+
+impl Shared {
+    async fn client(&self) -> Result<deadpool_postgres::Object, ClusterError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// How long a membership is valid, by this host's clock, after the
+    /// heartbeat that renewed it was sent.
+    fn valid_for(&self) -> Duration {
+        self.config.lease.saturating_sub(self.config.margin)
+    }
+
+    pub(crate) fn member(&self) -> Member {
+        lock(&self.member).clone()
+    }
+
+    fn left(&self) -> bool {
+        self.left.load(Ordering::Relaxed)
+    }
+
+    /// A heartbeat of `member` renewed it until `until`.
+    fn renewed(&self, member: &Member, until: Instant) {
+        let mut current = lock(&self.member);
+        if current.id == member.id {
+            current.valid_until = until;
+        }
+    }
+
+    /// This host joined again as `member`: every lease held under the old
+    /// membership is void. A local copy that was current stays known as
+    /// such, so that taking its lease again needs no restore when nobody
+    /// wrote meanwhile.
+    fn rejoined(&self, member: Member) {
+        *lock(&self.member) = member;
+        for slot in lock(&self.leases).values() {
+            slot.forget_lease();
+        }
+        lock(&self.owners).clear();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A host's place in a cluster (see the module docs).
+pub(crate) struct Cluster {
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its tasks, which an async context
+        // may not do.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Cluster {
+    /// Connects to PostgreSQL at `config.url`, creates the tables if they
+    /// are missing, and joins as a new member.
+    pub(crate) async fn join(config: ClusterConfig) -> anyhow::Result<Cluster> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("burrow-cluster")
+            .enable_all()
+            .build()?;
+        let pg: tokio_postgres::Config = config.url.parse().map_err(|e| {
+            anyhow::anyhow!("the cluster URL is not a PostgreSQL connection string: {e}")
+        })?;
+        let manager = Manager::from_config(
+            pg,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(config.lease))
+            .create_timeout(Some(config.lease))
+            .build()?;
+        let (shipments, queue) = mpsc::unbounded_channel();
+        let placeholder = Member {
+            id: String::new(),
+            incarnation: 0,
+            valid_until: Instant::now(),
+        };
+        let shared = Arc::new(Shared {
+            config,
+            pool,
+            member: Mutex::new(placeholder),
+            left: AtomicBool::new(false),
+            leases: Mutex::default(),
+            owners: Mutex::default(),
+            shipments,
+        });
+        let setup = shared.clone();
+        let joined = runtime
+            .spawn(async move {
+                create_schema(&setup).await?;
+                members::join(&setup, 1).await
+            })
+            .await?;
+        let member = joined.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot join the cluster at {}: {e}",
+                redact(&shared.config.url)
+            )
+        })?;
+        tracing::info!(host = %member.id, address = %shared.config.advertise, "joined the cluster");
+        *lock(&shared.member) = member;
+        runtime.spawn(members::beat(
+            Arc::downgrade(&shared),
+            shared.config.heartbeat,
+        ));
+        runtime.spawn(shipper::run(Arc::downgrade(&shared), queue));
+        Ok(Cluster {
+            shared,
+            runtime: Some(runtime),
+        })
+    }
+
+    pub(crate) fn config(&self) -> &ClusterConfig {
+        &self.shared.config
+    }
+
+    /// Runs `work` on the cluster's runtime, at most a lease.
+    async fn run<T, F, W>(&self, work: W) -> Result<T, ClusterError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, ClusterError>> + Send + 'static,
+        W: FnOnce(Arc<Shared>) -> F,
+    {
+        let work = work(self.shared.clone());
+        let timeout = self.shared.config.lease;
+        let runtime = self.runtime.as_ref().expect("until dropped");
+        let task = runtime.spawn(async move {
+            match tokio::time::timeout(timeout, work).await {
+                Ok(result) => result,
+                Err(_) => Err(ClusterError::Unavailable(format!(
+                    "no answer within {} ms",
+                    timeout.as_millis()
+                ))),
+            }
+        });
+        task.await
+            .map_err(|e| ClusterError::Unavailable(format!("the cluster's task failed: {e}")))?
+    }
+
+    /// This host's membership as it is now.
+    pub(crate) fn member(&self) -> Member {
+        self.shared.member()
+    }
+
+    /// Waits until this host is a valid member, at most a lease. Returns
+    /// the membership.
+    pub(crate) async fn valid_member(&self) -> Result<Member, ClusterError> {
+        let until = Instant::now() + self.shared.config.lease;
+        loop {
+            let member = self.member();
+            if member.valid() && !self.shared.left() {
+                return Ok(member);
+            }
+            if self.shared.left() || Instant::now() >= until {
+                return Err(ClusterError::NotMember);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// What this host knows of the lease of `address`.
+    pub(crate) fn slot(&self, address: &Address) -> Arc<LeaseSlot> {
+        lock(&self.shared.leases)
+            .entry(address.clone())
+            .or_insert_with(|| Arc::new(LeaseSlot::new(address.clone())))
+            .clone()
+    }
+
+    /// Takes the lease of `address` for this host (member `me`), unless
+    /// another member holds it.
+    pub(crate) async fn acquire(
+        &self,
+        me: &Member,
+        address: &Address,
+    ) -> Result<Acquired, ClusterError> {
+        let (id, address) = (me.id.clone(), address.clone());
+        let acquired = self
+            .run(|shared| async move { leases::acquire(&shared, &id, &address).await })
+            .await?;
+        Ok(acquired)
+    }
+
+    /// Every page of the replicated database of instance `id`.
+    pub(crate) async fn pages(&self, id: i64) -> Result<Vec<(u32, Vec<u8>)>, ClusterError> {
+        self.run(|shared| async move { leases::pages(&shared, id).await })
+            .await
+    }
+
+    /// Queues `shipment` for PostgreSQL; its acknowledgement says how it
+    /// went.
+    pub(crate) fn ship(&self, shipment: Shipment) -> Arc<Ack> {
+        if self.shared.left() {
+            return Ack::refused("the host left the cluster");
+        }
+        let ack = Arc::new(Ack::default());
+        match self.shared.shipments.send((shipment, ack.clone())) {
+            Ok(()) => ack,
+            Err(_) => Ack::refused("the shipper has stopped"),
+        }
+    }
+
+    /// Waits, blocking the thread, for `ack`: at most a lease, past which
+    /// this host's membership, and with it the write's fence, is gone.
+    pub(crate) fn wait(&self, ack: &Ack) -> Result<(), ClusterError> {
+        ack.wait(self.shared.config.lease + self.shared.config.margin)
+    }
+
+    /// The owner of `address` this host last met, if another member.
+    pub(crate) fn known_owner(&self, address: &Address) -> Option<Owner> {
+        lock(&self.shared.owners).get(address).cloned()
+    }
+
+    /// Remembers that `owner` holds `address` (or forgets it, with `None`).
+    pub(crate) fn note_owner(&self, address: &Address, owner: Option<Owner>) {
+        let mut owners = lock(&self.shared.owners);
+        match owner {
+            Some(owner) => owners.insert(address.clone(), owner),
+            None => owners.remove(address),
+        };
+    }
+
+    /// Gives back every lease of this host and leaves the cluster: other
+    /// hosts take its instances at once, without waiting for its lease to
+    /// expire. Its instances must be asleep (their commits shipped).
+    pub(crate) async fn leave(&self) -> Result<u64, ClusterError> {
+        let me = self.member().id;
+        self.shared.left.store(true, Ordering::Relaxed);
+        let released = self
+            .run(|shared| async move {
+                let client = shared.client().await?;
+                let released = client
+                    .execute(
+                        "UPDATE burrow_instances SET owner = NULL WHERE owner = $1",
+                        &[&me],
+                    )
+                    .await?;
+                client
+                    .execute("DELETE FROM burrow_hosts WHERE id = $1", &[&me])
+                    .await?;
+                Ok(released)
+            })
+            .await?;
+        for slot in lock(&self.shared.leases).values() {
+            slot.forget_lease();
+        }
+        Ok(released)
+    }
+
+    /// Whether this host left the cluster.
+    pub(crate) fn has_left(&self) -> bool {
+        self.shared.left()
+    }
+}
+
+/// `url` without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    match url.parse::<tokio_postgres::Config>() {
+        Ok(config) => {
+            let hosts: Vec<String> = config
+                .get_hosts()
+                .iter()
+                .map(|h| match h {
+                    tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                    tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+                })
+                .collect();
+            format!(
+                "postgres://{}@{}/{}",
+                config.get_user().unwrap_or(""),
+                hosts.join(","),
+                config.get_dbname().unwrap_or("")
+            )
+        }
+        Err(_) => "(an invalid URL)".into(),
+    }
+}
+
+/// Creates the tables, one host at a time.
+async fn create_schema(shared: &Shared) -> Result<(), ClusterError> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema::SCHEMA_LOCK])
+        .await?;
+    // "already exists, skipping" is not news.
+    tx.batch_execute("SET LOCAL client_min_messages = warning")
+        .await?;
+    tx.batch_execute(schema::SCHEMA).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+impl LeaseSlot {
+    /// Forgets the lease held of this instance (it is void); a local copy
+    /// that was current stays known as such.
+    pub(crate) fn forget_lease(&self) {
+        let mut state = self.state();
+        if let Some(held) = state.held.take()
+            && held.current
+        {
+            state.known = Some((held.written_epoch, held.version));
+        }
+    }
+
+    /// The local copy is no longer the replicated one (a commit of it was
+    /// not shipped): the lease is forgotten too, so that the next use
+    /// takes it anew and restores the copy.
+    pub(crate) fn diverged(&self) {
+        let mut state = self.state();
+        state.held = None;
+        state.known = None;
+    }
+}

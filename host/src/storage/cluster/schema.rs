@@ -1,0 +1,57 @@
+//! The tables a cluster keeps in PostgreSQL.
+//!
+//! - `burrow_hosts`: the members, each until `expires_at` (by PostgreSQL's
+//!   clock), which its heartbeat moves on.
+//! - `burrow_instances`: one row per instance address ever used: its lease
+//!   (`owner`, a member's id or NULL, and `epoch`, which grows with every
+//!   change of owner), its replicated database (`version`, one more per
+//!   shipped commit, `written_epoch`, the epoch it was shipped under,
+//!   `page_size`, `pages`), whether it exists (`created_at`), and its three
+//!   marks (milliseconds since the Unix epoch, as in `host.sqlite`).
+//! - `burrow_pages`: every page of every instance's database as of its
+//!   last shipped commit.
+//!
+//! Hosts that start together may create the tables at the same time: an
+//! advisory lock makes them take turns.
+
+/// The advisory lock around the schema's creation ("burrow" in ASCII).
+pub(super) const SCHEMA_LOCK: i64 = 0x6275_7272_6f77;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS burrow_hosts (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    address TEXT NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE IF NOT EXISTS burrow_instances (
+    id BIGSERIAL PRIMARY KEY,
+    actor TEXT NOT NULL,
+    key TEXT NOT NULL,
+    owner TEXT,
+    epoch BIGINT NOT NULL DEFAULT 0,
+    version BIGINT NOT NULL DEFAULT 0,
+    written_epoch BIGINT NOT NULL DEFAULT 0,
+    page_size INTEGER NOT NULL DEFAULT 0,
+    pages INTEGER NOT NULL DEFAULT 0,
+    created_at BIGINT,
+    queue_due_at BIGINT,
+    workflow_due_at BIGINT,
+    schedule_due_at BIGINT,
+    UNIQUE (actor, key)
+);
+CREATE INDEX IF NOT EXISTS burrow_instances_owner ON burrow_instances (owner);
+CREATE INDEX IF NOT EXISTS burrow_instances_queue_due ON burrow_instances (queue_due_at)
+    WHERE queue_due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS burrow_instances_workflow_due ON burrow_instances (workflow_due_at)
+    WHERE workflow_due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS burrow_instances_schedule_due ON burrow_instances (schedule_due_at)
+    WHERE schedule_due_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS burrow_pages (
+    instance BIGINT NOT NULL,
+    pgno INTEGER NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (instance, pgno)
+);
+";

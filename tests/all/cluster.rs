@@ -1,0 +1,632 @@
+//! Several hosts on one PostgreSQL (`burrow serve --cluster`), as processes:
+//! requests through any host, failover after `kill -9`, a paused owner
+//! fenced out, a deleted data directory restored, a clean leave.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use burrow::client::Client;
+use serde_json::{Value, json};
+
+use crate::postgres;
+use crate::support::programs;
+
+const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
+/// The lease, heartbeat and margin the test clusters run with.
+const LEASE: Duration = Duration::from_secs(2);
+const HEARTBEAT: &str = "250ms";
+const MARGIN: Duration = Duration::from_millis(500);
+
+/// Hosts of one cluster, each a `burrow serve` process with a data
+/// directory of its own.
+struct Cluster {
+    dir: tempfile::TempDir,
+    manifest: PathBuf,
+    postgres: String,
+    lease: Duration,
+    hosts: Vec<Member>,
+}
+
+struct Member {
+    port: u16,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cluster {
+    /// `n` hosts on a new database, with the test lease.
+    fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, LEASE, "10s")
+    }
+
+    fn start_with(n: usize, lease: Duration, call_timeout: &str) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("burrow.toml");
+        std::fs::write(
+            &manifest,
+            format!(
+                "[actors.counter]\ncomponent = {:?}\n\n\
+                 [actors.talk]\ncomponent = {:?}\ncall_timeout = {call_timeout:?}\n\n\
+                 [actors.queue-probe]\ncomponent = {:?}\n\n\
+                 [actors.workflow-probe]\ncomponent = {:?}\n",
+                programs::COUNTER,
+                programs::TALK_PROBE,
+                programs::QUEUE_PROBE,
+                programs::WORKFLOW_PROBE,
+            ),
+        )
+        .unwrap();
+        let mut cluster = Cluster {
+            dir,
+            manifest,
+            postgres: postgres::database(),
+            lease,
+            hosts: (0..n)
+                .map(|_| Member {
+                    port: free_port(),
+                    child: None,
+                })
+                .collect(),
+        };
+        for i in 0..n {
+            cluster.start_host(i);
+        }
+        cluster
+    }
+
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("host-{i}"))
+    }
+
+    fn url(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.hosts[i].port)
+    }
+
+    fn client(&self, i: usize) -> Client {
+        Client::new(&self.url(i))
+    }
+
+    /// Starts host `i` (again) and waits until it answers.
+    fn start_host(&mut self, i: usize) {
+        let port = self.hosts[i].port;
+        let child = Command::new(BURROW)
+            .arg("--manifest")
+            .arg(&self.manifest)
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(self.data_dir(i))
+            .args(["--cluster", &self.postgres])
+            .args(["--name", &format!("host-{i}")])
+            .args(["--lease", &format!("{}ms", self.lease.as_millis())])
+            .args(["--heartbeat", HEARTBEAT])
+            .args(["--lease-margin", &format!("{}ms", MARGIN.as_millis())])
+            .env("BURROW_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        self.hosts[i].child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "host {i} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills host `i` with SIGKILL.
+    fn kill_9(&mut self, i: usize) {
+        let mut child = self.hosts[i].child.take().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// Stops host `i` with SIGTERM (it leaves the cluster) and waits.
+    fn terminate(&mut self, i: usize) {
+        let mut child = self.hosts[i].child.take().expect("running");
+        signal(&child, "TERM");
+        let status = child.wait().unwrap();
+        assert!(status.success(), "host {i} ended with {status}");
+    }
+
+    fn signal(&self, i: usize, name: &str) {
+        signal(self.hosts[i].child.as_ref().expect("running"), name);
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for host in &mut self.hosts {
+            if let Some(mut child) = host.child.take() {
+                let _ = Command::new("kill")
+                    .args(["-CONT", &child.id().to_string()])
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+async fn call(client: &Client, actor: &str, key: &str, action: &str, args: Value) -> Value {
+    let text = client
+        .call(actor, key, action, &args.to_string())
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{actor}/{key}.{action}{args} at {}: {e:?}",
+                client.base_url()
+            )
+        });
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The notes of `talk/key`, counted.
+async fn notes(client: &Client, key: &str) -> BTreeMap<String, usize> {
+    let notes = call(client, "talk", key, "notes", json!([])).await;
+    let mut counted = BTreeMap::new();
+    for note in notes.as_array().unwrap() {
+        *counted
+            .entry(note.as_str().unwrap().to_owned())
+            .or_insert(0) += 1;
+    }
+    counted
+}
+
+/// The host that holds each lease, from any host's `/cluster`.
+async fn leases(client: &Client) -> HashMap<String, i64> {
+    let status = client.cluster_status().await.unwrap();
+    status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["live"].as_bool().unwrap())
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap().to_owned(),
+                h["leases"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn increments_spread_over_three_hosts_sum_exactly() {
+    let cluster = Cluster::start(3);
+    let clients: Vec<Client> = (0..3).map(|i| cluster.client(i)).collect();
+    let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for task in 0..12usize {
+        let clients = clients.clone();
+        let mut plan = Vec::new();
+        for n in 0..40usize {
+            let key = format!("k{}", (task + n) % 5);
+            let amount = (n % 3 + 1) as i64;
+            *expected.entry(key.clone()).or_default() += amount;
+            plan.push((n % 3, key, amount));
+        }
+        tasks.spawn(async move {
+            for (host, key, amount) in plan {
+                call(
+                    &clients[host],
+                    "counter",
+                    &key,
+                    "increment",
+                    json!([amount]),
+                )
+                .await;
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    for (key, sum) in &expected {
+        for client in &clients {
+            let value = call(client, "counter", key, "get", json!([])).await;
+            assert_eq!(value, json!(sum), "{key} through {}", client.base_url());
+        }
+    }
+    // Each instance has one owner, and every host lists every instance.
+    let held: i64 = leases(&clients[1]).await.values().sum();
+    assert_eq!(held, expected.len() as i64);
+    for client in &clients {
+        assert_eq!(
+            client.keys("counter").await.unwrap(),
+            ["k0", "k1", "k2", "k3", "k4"]
+        );
+    }
+    let status = Command::new(BURROW)
+        .args(["--json", "cluster", "status", "--url", &cluster.url(2)])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let hosts = status["result"]["hosts"].as_array().expect("hosts");
+    assert_eq!(hosts.len(), 3, "{status}");
+    assert!(hosts.iter().all(|h| h["live"] == true), "{status}");
+}
+
+/// What the load of one round saw.
+#[derive(Default)]
+struct Seen {
+    acknowledged: Vec<String>,
+    unknown: Vec<String>,
+    /// When the first call succeeded after the kill.
+    back_at: Option<Instant>,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_of_owners_under_load_loses_nothing_acknowledged_and_repeats_nothing() {
+    let mut cluster = Cluster::start(3);
+    let mut failovers = Vec::new();
+    for round in 0..3usize {
+        let victim = round;
+        let others: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
+        let owner = cluster.client(victim);
+        // The victim takes the leases: it serves the first requests.
+        let keys: Vec<String> = (0..3).map(|i| format!("r{round}-{i}")).collect();
+        for key in &keys {
+            call(&owner, "talk", key, "note", json!(["first"])).await;
+        }
+        let workflow = format!("w{round}");
+        owner
+            .create(
+                "workflow-probe",
+                &workflow,
+                &json!({"steps": 200, "step_ms": 8}).to_string(),
+            )
+            .await
+            .unwrap();
+        let queue = format!("q{round}");
+        owner.create("queue-probe", &queue, "{}").await.unwrap();
+        let events: Vec<Value> = (0..120)
+            .map(|_| json!({"type": "slow", "payload": {"ms": 5}}))
+            .collect();
+        call(&owner, "queue-probe", &queue, "enqueue", json!([events])).await;
+
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let killed_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut load = tokio::task::JoinSet::new();
+        for task in 0..6usize {
+            let client = cluster.client(others[task % 2]);
+            let key = keys[task % keys.len()].clone();
+            let (seen, killed_at, stop) = (seen.clone(), killed_at.clone(), stop.clone());
+            load.spawn(async move {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    let note = format!("{key}/t{task}/{n}");
+                    let after_kill = killed_at.lock().unwrap().is_some();
+                    let answer = client
+                        .call("talk", &key, "note", &json!([note]).to_string())
+                        .await;
+                    let mut seen = seen.lock().unwrap();
+                    match answer {
+                        Ok(_) => {
+                            // The first call begun after the kill that
+                            // succeeds: the instance is back.
+                            let now = Instant::now();
+                            if after_kill && seen.back_at.is_none_or(|at| now < at) {
+                                seen.back_at = Some(now);
+                            }
+                            seen.acknowledged.push(note);
+                        }
+                        Err(_) => seen.unknown.push(note),
+                    }
+                }
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        cluster.kill_9(victim);
+        let at = Instant::now();
+        *killed_at.lock().unwrap() = Some(at);
+        // Calls that were on their way to the dead owner end without an
+        // answer; the first to succeed after the kill marks the failover.
+        tokio::time::sleep(LEASE + MARGIN + Duration::from_secs(2)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        while let Some(done) = load.join_next().await {
+            done.unwrap();
+        }
+        cluster.start_host(victim);
+        let seen = Arc::try_unwrap(seen).ok().unwrap().into_inner().unwrap();
+        let back = seen.back_at.expect("no call succeeded after the kill") - at;
+        failovers.push(back);
+        assert!(
+            back <= LEASE + MARGIN + Duration::from_millis(1500),
+            "the instances came back {back:?} after the kill"
+        );
+
+        // Every acknowledged note exactly once; nothing twice.
+        let reader = cluster.client(others[0]);
+        let mut found: BTreeMap<String, usize> = BTreeMap::new();
+        for key in &keys {
+            found.append(&mut notes(&reader, key).await);
+        }
+        assert!(found.values().all(|&n| n == 1), "a note was applied twice");
+        for note in &seen.acknowledged {
+            assert!(found.contains_key(note), "acknowledged {note} is lost");
+        }
+        let applied_unknown = seen
+            .unknown
+            .iter()
+            .filter(|n| found.contains_key(*n))
+            .count();
+        eprintln!(
+            "round {round}: back after {back:?}; {} acknowledged, {} without an answer ({applied_unknown} of them applied)",
+            seen.acknowledged.len(),
+            seen.unknown.len()
+        );
+
+        // The workflow and the queue resume on another host: every step
+        // and every event applied once.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let view = loop {
+            let view = reader.workflow("workflow-probe", &workflow).await.unwrap();
+            if view["status"] == "completed" {
+                break view;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the workflow did not finish: {view}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let output: Value = serde_json::from_str(view["output"].as_str().unwrap()).unwrap();
+        assert_eq!(output["count"], 200, "{view}");
+        let done = call(&reader, "workflow-probe", &workflow, "done", json!([])).await;
+        assert_eq!(
+            done.as_array().unwrap().len(),
+            200,
+            "each step applied once"
+        );
+        loop {
+            let log = call(&reader, "queue-probe", &queue, "log", json!([])).await;
+            let mut processed: HashMap<i64, usize> = HashMap::new();
+            for entry in log.as_array().unwrap() {
+                *processed
+                    .entry(entry["event_id"].as_i64().unwrap())
+                    .or_default() += 1;
+            }
+            assert!(
+                processed.values().all(|&n| n == 1),
+                "an event was processed twice: {log}"
+            );
+            if processed.len() == 120 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the queue stopped at {} events",
+                processed.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    eprintln!("failover times after kill -9: {failovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_owner_commits_nothing_once_another_host_took_over() {
+    // A long call timeout: the paused call must reach its commit.
+    let cluster = Cluster::start_with(2, LEASE, "60s");
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    call(&a, "talk", "p", "note", json!(["before"])).await;
+    // A call that is inside the owner when it is paused.
+    let slow = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.call(
+                "talk",
+                "p",
+                "note_slowly",
+                &json!(["slow", 1500]).to_string(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.signal(0, "STOP");
+    tokio::time::sleep(LEASE + MARGIN + Duration::from_millis(500)).await;
+    // The lease has run out: the other host takes the instance and serves.
+    call(&b, "talk", "p", "note", json!(["after"])).await;
+    cluster.signal(0, "CONT");
+    let slow = slow.await.unwrap();
+    let e = slow.expect_err("the paused host's commit was acknowledged");
+    assert_eq!(e.code, "not-replicated", "{e:?}");
+    call(&a, "talk", "p", "note", json!(["later"])).await;
+    for client in [&a, &b] {
+        let notes = notes(client, "p").await;
+        let names: Vec<&str> = notes.keys().map(String::as_str).collect();
+        assert_eq!(names, ["after", "before", "later"], "{notes:?}");
+    }
+}
+
+/// The local copy's integrity, read from the file itself.
+fn integrity(data_dir: &Path, actor: &str, key: &str) -> String {
+    let path = burrow::instance_path(data_dir, actor, key);
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_whose_data_directory_was_deleted_serves_from_postgres() {
+    let mut cluster = Cluster::start(2);
+    let a = cluster.client(0);
+    for n in 0..20 {
+        call(&a, "counter", "c", "increment", json!([n])).await;
+        call(&a, "talk", "t", "note", json!([format!("n{n}")])).await;
+    }
+    // Enough rows for the database to span many pages.
+    let big: Vec<String> = (0..400).map(|n| format!("{n:0>500}")).collect();
+    for note in &big {
+        call(&a, "talk", "big", "note", json!([note])).await;
+    }
+    for (how, stop) in [("a clean stop", true), ("kill -9", false)] {
+        if stop {
+            cluster.terminate(0);
+        } else {
+            cluster.kill_9(0);
+        }
+        std::fs::remove_dir_all(cluster.data_dir(0)).unwrap();
+        cluster.start_host(0);
+        let got = call(&a, "counter", "c", "get", json!([])).await;
+        assert_eq!(got, json!(190), "after {how}");
+        assert_eq!(notes(&a, "t").await.len(), 20, "after {how}");
+        assert_eq!(notes(&a, "big").await.len(), 400, "after {how}");
+        for (actor, key) in [("counter", "c"), ("talk", "t"), ("talk", "big")] {
+            assert_eq!(
+                integrity(&cluster.data_dir(0), actor, key),
+                "ok",
+                "{actor}/{key} after {how}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
+    let cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    call(&a, "talk", "x", "note", json!(["on-a"])).await;
+    call(&b, "talk", "y", "note", json!(["on-b"])).await;
+    let held = leases(&a).await;
+    assert_eq!((held["host-0"], held["host-1"]), (1, 1), "{held:?}");
+
+    // A request for x through b, and the views, from the other host.
+    assert_eq!(notes(&b, "x").await.len(), 1);
+    assert_eq!(b.inspect("talk", "x").await.unwrap()["key"], "x");
+    assert!(b.state("talk", "x").await.is_ok());
+    // A call between actors on different hosts: y (on b) calls x (on a).
+    call(
+        &b,
+        "talk",
+        "y",
+        "call",
+        json!(["talk", "x", "note", ["from-y"]]),
+    )
+    .await;
+    assert!(notes(&a, "x").await.contains_key("from-y"));
+    // A cycle across hosts: x (a) calls y (b), which calls x back.
+    let e = a
+        .call(
+            "talk",
+            "x",
+            "call",
+            &json!(["talk", "y", "call", ["talk", "x", "notes", []]]).to_string(),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("cycle"), "{e:?}");
+    // A send from y (on b) to a queue owned by a.
+    a.create("queue-probe", "q", "{}").await.unwrap();
+    call(
+        &b,
+        "talk",
+        "y",
+        "send",
+        json!(["queue-probe", "q", "plain", {}]),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while call(&a, "queue-probe", "q", "log", json!([]))
+        .await
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the event sent across hosts was not processed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A client connected through b hears what x broadcasts on a.
+    // (Its connect hook, run on a, broadcasts `hello` with the
+    // connection's id first.)
+    let mut events = b.actor("talk", "x").subscribe(None).await.unwrap();
+    call(&a, "talk", "x", "broadcast", json!(["news", {"n": 1}])).await;
+    let mut heard = Vec::new();
+    for _ in 0..2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("the event came")
+            .expect("the connection is open")
+            .unwrap();
+        heard.push(event);
+    }
+    assert_eq!(
+        heard,
+        [
+            burrow::client::Event::Message {
+                name: "hello".into(),
+                payload: json!(events.id())
+            },
+            burrow::client::Event::Message {
+                name: "news".into(),
+                payload: json!({"n": 1})
+            }
+        ]
+    );
+    events.close().await;
+    // Its disconnect hook ran on a.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = call(&a, "talk", "x", "connections", json!([])).await;
+        if log.to_string().contains("disconnect") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no disconnect: {log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A destroy through the other host.
+    b.destroy("talk", "x").await.unwrap();
+    assert_eq!(a.keys("talk").await.unwrap(), ["y"]);
+    let e = b.inspect("talk", "x").await.unwrap_err();
+    assert_eq!(e.code, "no-such-instance", "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clean_leave_hands_instances_over_at_once() {
+    // A long lease: a host that waited for it would be seen waiting.
+    let mut cluster = Cluster::start_with(2, Duration::from_secs(20), "10s");
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    for n in 0..5 {
+        call(&a, "counter", &format!("c{n}"), "increment", json!([n + 1])).await;
+    }
+    cluster.terminate(0);
+    let begun = Instant::now();
+    for n in 0..5 {
+        let got = call(&b, "counter", &format!("c{n}"), "get", json!([])).await;
+        assert_eq!(got, json!(n + 1));
+    }
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "taking the instances over took {:?}",
+        begun.elapsed()
+    );
+    assert_eq!(leases(&b).await.get("host-0"), None, "the host left");
+}
