@@ -22,6 +22,7 @@
 //!
 //! W1 to W3 use the `counter` actor of the manifest.
 
+mod cluster;
 mod disk;
 mod floor;
 pub mod load;
@@ -112,6 +113,13 @@ pub struct BenchArgs {
     /// Leave the durability modes out of a full run.
     #[arg(long, conflicts_with = "modes")]
     pub no_modes: bool,
+    /// Run only the cluster's benchmark, on the PostgreSQL at this URL: W1
+    /// and W2 over HTTP on one host alone, on one in a cluster and on three
+    /// in one, W1 in-process alone and in a cluster (what shipping a commit
+    /// costs), PostgreSQL's own round trip and commit, and the failover
+    /// time after kill -9 and after a clean stop.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
 }
 
 /// Latency figures of a run of sequential operations.
@@ -205,6 +213,20 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     }
     let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
+    if let Some(url) = &args.cluster {
+        let figures = cluster::run(
+            &dir("cluster"),
+            &spec,
+            &config(&dir("cluster"), &args),
+            url,
+            args.ops.min(5_000),
+            args.w2_calls,
+        )
+        .await
+        .context("the cluster's benchmark failed")?;
+        eprintln!("\n{}", figures["table"].as_str().unwrap_or_default());
+        return Ok(figures);
+    }
     if args.modes {
         let table = durability_modes(&root, &spec, &args, &mut report).await?;
         eprintln!("\n{table}");

@@ -68,6 +68,16 @@ impl ServerProcess {
         dir: &Path,
         mode: Synchronous,
     ) -> Result<ServerProcess> {
+        ServerProcess::start_with(spec, dir, mode, &[]).await
+    }
+
+    /// [`ServerProcess::start`] with `extra` arguments of `burrow serve`.
+    pub(super) async fn start_with(
+        spec: &ActorSpec,
+        dir: &Path,
+        mode: Synchronous,
+        extra: &[String],
+    ) -> Result<ServerProcess> {
         std::fs::create_dir_all(dir)?;
         let manifest = dir.join("burrow.toml");
         std::fs::write(&manifest, counter_manifest(spec)?)?;
@@ -84,6 +94,7 @@ impl ServerProcess {
             .arg(dir.join("data"))
             .arg("--synchronous")
             .arg(mode_name(mode))
+            .args(extra)
             .env("BURROW_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -130,6 +141,12 @@ impl ServerProcess {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Kills the server with SIGKILL.
+    pub(super) async fn kill(mut self) -> Result<()> {
+        self.child.kill().await?;
+        Ok(())
     }
 
     /// Stops the server with SIGTERM (it puts its instances to sleep), or

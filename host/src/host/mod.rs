@@ -224,8 +224,14 @@ impl Host {
             .status()
             .await
             .map_err(|e| Error::ClusterUnavailable(e.to_string()))?;
+        let (shipments, batches, statements) = cluster.shipped();
         Ok(Some(serde_json::json!({
             "this": cluster.member().id,
+            "shipped": {
+                "shipments": shipments,
+                "batches": batches,
+                "statements": statements,
+            },
             "lease_ms": cluster.config().lease.as_millis() as u64,
             "heartbeat_ms": cluster.config().heartbeat.as_millis() as u64,
             "margin_ms": cluster.config().margin.as_millis() as u64,

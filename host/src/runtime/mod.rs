@@ -95,6 +95,19 @@ impl Core {
         };
         let store = InstanceStore::open(data, config.synchronous, definitions.keys(), cluster)?;
         let hub = Arc::new(Hub::default());
+        if let Some(cluster) = store.cluster() {
+            // Clients connected to instances another host now serves hear
+            // nothing more here: they are closed, and connect again.
+            let connections = Arc::downgrade(&hub);
+            cluster.on_lost(move |address| {
+                if let Some(hub) = connections.upgrade() {
+                    match address {
+                        Some(address) => hub.close(address),
+                        None => hub.close_all(),
+                    }
+                }
+            });
+        }
         let commit_stage = CommitStage::new(store.index().clone(), hub.clone());
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),

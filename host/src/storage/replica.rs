@@ -113,7 +113,7 @@ impl Replica {
         });
         let Some(mut held) = held else {
             drop(state);
-            self.slot.diverged();
+            self.diverged();
             return Err(ClusterError::Fenced);
         };
         let changes = state
@@ -125,7 +125,7 @@ impl Replica {
             Ok(changes) => changes,
             Err(e) => {
                 drop(state);
-                self.slot.diverged();
+                self.diverged();
                 return Err(ClusterError::Unavailable(format!(
                     "cannot read the commit's pages: {e}"
                 )));
@@ -169,10 +169,18 @@ impl Replica {
         match crate::blocking::off_worker(|| self.cluster.wait(&ack)) {
             Ok(()) => Ok(Ok(())),
             Err(e) => {
-                self.slot.diverged();
+                self.diverged();
                 Err(e)
             }
         }
+    }
+
+    /// This connection committed what the cluster did not take: the copy
+    /// and the lease are forgotten, and what serves the instance here
+    /// stops.
+    fn diverged(&self) {
+        self.slot.diverged();
+        self.cluster.lost(&self.slot.address);
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) mod shipper;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -69,6 +69,9 @@ impl From<deadpool_postgres::PoolError> for ClusterError {
     }
 }
 
+/// What is told when leases are lost (see [`Cluster::on_lost`]).
+type OnLost = Box<dyn Fn(Option<&Address>) + Send + Sync>;
+
 /// What every part of the cluster shares.
 pub(crate) struct Shared {
     pub(crate) config: ClusterConfig,
@@ -81,9 +84,31 @@ pub(crate) struct Shared {
     /// without asking PostgreSQL each time.
     owners: Mutex<HashMap<Address, Owner>>,
     shipments: mpsc::UnboundedSender<Queued>,
+    /// Told when leases are lost: of one instance, or (`None`) of all.
+    on_lost: Mutex<Option<OnLost>>,
+    /// What the shipper wrote since this host joined.
+    shipped: ShipperStats,
+}
+
+/// What the shipper wrote.
+#[derive(Default)]
+pub(crate) struct ShipperStats {
+    /// Shipments PostgreSQL took or refused.
+    pub(crate) shipments: AtomicU64,
+    /// Batches written (one round trip and commit of PostgreSQL each, per
+    /// round).
+    pub(crate) batches: AtomicU64,
+    /// Statements (rounds) of those batches.
+    pub(crate) statements: AtomicU64,
 }
 
 impl Shared {
+    fn lost(&self, address: Option<&Address>) {
+        if let Some(on_lost) = &*lock(&self.on_lost) {
+            on_lost(address);
+        }
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object, ClusterError> {
         Ok(self.pool.get().await?)
     }
@@ -120,6 +145,7 @@ impl Shared {
             slot.forget_lease();
         }
         lock(&self.owners).clear();
+        self.lost(None);
     }
 }
 
@@ -182,6 +208,8 @@ impl Cluster {
             leases: Mutex::default(),
             owners: Mutex::default(),
             shipments,
+            on_lost: Mutex::new(None),
+            shipped: ShipperStats::default(),
         });
         let setup = shared.clone();
         let joined = runtime
@@ -207,6 +235,19 @@ impl Cluster {
             shared,
             runtime: Some(runtime),
         })
+    }
+
+    /// Has `on_lost` told when this host loses leases: of one instance
+    /// (its local copy was not the replicated one any more), or, with
+    /// `None`, of every instance (its membership expired). What serves
+    /// those instances here (client connections) must stop.
+    pub(crate) fn on_lost(&self, on_lost: impl Fn(Option<&Address>) + Send + Sync + 'static) {
+        *lock(&self.shared.on_lost) = Some(Box::new(on_lost));
+    }
+
+    /// Tells that this host lost the lease of `address`.
+    pub(crate) fn lost(&self, address: &Address) {
+        self.shared.lost(Some(address));
     }
 
     pub(crate) fn config(&self) -> &ClusterConfig {
@@ -343,6 +384,17 @@ impl Cluster {
             slot.forget_lease();
         }
         Ok(released)
+    }
+
+    /// Shipments, batches and statements the shipper wrote since this host
+    /// joined.
+    pub(crate) fn shipped(&self) -> (u64, u64, u64) {
+        let shipped = &self.shared.shipped;
+        (
+            shipped.shipments.load(Ordering::Relaxed),
+            shipped.batches.load(Ordering::Relaxed),
+            shipped.statements.load(Ordering::Relaxed),
+        )
     }
 
     /// Whether this host left the cluster.

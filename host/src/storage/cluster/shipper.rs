@@ -26,6 +26,7 @@
 //! each instance in the first round, and so on.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -179,7 +180,13 @@ pub(super) async fn run(shared: std::sync::Weak<Shared>, mut queue: Receiver) {
         };
         let written = tokio::time::timeout(shared.config.lease, write(&shared, &batch)).await;
         match written {
-            Ok(Ok(passed)) => {
+            Ok(Ok((passed, rounds))) => {
+                let stats = &shared.shipped;
+                stats
+                    .shipments
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                stats.batches.fetch_add(1, Ordering::Relaxed);
+                stats.statements.fetch_add(rounds, Ordering::Relaxed);
                 for (shipment, ack) in batch.drain(..) {
                     let _ = shipment;
                     ack.set(if passed.contains(&ack_key(&ack)) {
@@ -258,8 +265,8 @@ cut AS (
 SELECT slot FROM passed";
 
 /// Writes `batch` in rounds; returns the acknowledgements of the
-/// shipments that passed their fence.
-async fn write(shared: &Shared, batch: &[Queued]) -> Result<Vec<usize>, ClusterError> {
+/// shipments that passed their fence, and the number of rounds.
+async fn write(shared: &Shared, batch: &[Queued]) -> Result<(Vec<usize>, u64), ClusterError> {
     let me = shared.member().id;
     let client = shared.client().await?;
     let statement = client.prepare_cached(WRITE_ROUND).await?;
@@ -275,6 +282,7 @@ async fn write(shared: &Shared, batch: &[Queued]) -> Result<Vec<usize>, ClusterE
         rounds[*round].push(index);
         *round += 1;
     }
+    let count = rounds.len() as u64;
     for round in rounds {
         let mut c = Columns::default();
         for (slot, &index) in round.iter().enumerate() {
@@ -313,7 +321,7 @@ async fn write(shared: &Shared, batch: &[Queued]) -> Result<Vec<usize>, ClusterE
             passed.push(ack_key(&batch[index].1));
         }
     }
-    Ok(passed)
+    Ok((passed, count))
 }
 
 /// The columns of one round, one entry per shipment (pages: one per page).
