@@ -507,6 +507,46 @@ async fn a_host_whose_data_directory_was_deleted_serves_from_postgres() {
     }
 }
 
+/// The inode of the local copy of (`actor`, `key`): a restored copy is a
+/// new file.
+fn inode(data_dir: &Path, actor: &str, key: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(burrow::instance_path(data_dir, actor, key))
+        .unwrap()
+        .ino()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_copy_is_taken_as_it_is_only_when_nobody_wrote_meanwhile() {
+    let mut cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    for key in ["kept", "moved"] {
+        call(&a, "counter", key, "increment", json!([1])).await;
+    }
+    let before = |key| inode(&cluster.data_dir(0), "counter", key);
+    let (kept, moved) = (before("kept"), before("moved"));
+    // Host 0 leaves; host 1 writes one of the two instances meanwhile.
+    cluster.terminate(0);
+    call(&b, "counter", "moved", "increment", json!([10])).await;
+    cluster.terminate(1);
+    cluster.start_host(0);
+    assert_eq!(
+        call(&a, "counter", "kept", "get", json!([])).await,
+        json!(1)
+    );
+    assert_eq!(
+        call(&a, "counter", "moved", "get", json!([])).await,
+        json!(11)
+    );
+    let after = |key| inode(&cluster.data_dir(0), "counter", key);
+    assert_eq!(after("kept"), kept, "the copy nobody wrote was restored");
+    assert_ne!(
+        after("moved"),
+        moved,
+        "the copy another host wrote was taken as it was"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
     let cluster = Cluster::start(2);

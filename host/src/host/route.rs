@@ -162,7 +162,17 @@ impl Host {
             if hop == Hop::Forwarded {
                 return Err(moved());
             }
-            match there(owner.address.clone()).await {
+            // This host's address, under an id of before: a run of this
+            // host that ended (killed) and whose lease has yet to run out.
+            let answer = if self.is_own_address(&owner.address) {
+                Err(Unreached::Retry(format!(
+                    "its lease is still held by {}, an earlier run of this host",
+                    owner.id
+                )))
+            } else {
+                there(owner.address.clone()).await
+            };
+            match answer {
                 Ok(answer) => return answer,
                 Err(Unreached::Retry(why)) => {
                     self.forget_owner(actor, key);
@@ -183,6 +193,13 @@ impl Host {
                 }
             }
         }
+    }
+
+    /// Whether `address` is the one this host is reached at.
+    fn is_own_address(&self, address: &str) -> bool {
+        self.core.store.cluster().is_some_and(|cluster| {
+            cluster.config().advertise.trim_end_matches('/') == address.trim_end_matches('/')
+        })
     }
 
     fn forget_owner(&self, actor: &str, key: &str) {
