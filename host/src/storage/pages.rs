@@ -8,7 +8,7 @@
 //! which are exactly the pages the transaction changed, with the database's
 //! size after it. A cluster ships them (`storage/cluster`), as LiteFS and
 //! Litestream do, and a host that takes an instance over writes the pages
-//! it got back into a database file ([`write_image`]).
+//! it got back into a database file ([`Image`]).
 //!
 //! The log starts over after a checkpoint copied all of it: the next
 //! commit writes a new header with new salts and its frames from the first
@@ -199,64 +199,106 @@ fn shm_path(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// A database file being written anew from its pages, in order, beside
+/// the file it replaces ([`Image::finish`] puts it in place).
+pub(crate) struct Image {
+    db: PathBuf,
+    temporary: PathBuf,
+    out: io::BufWriter<File>,
+    page_size: u32,
+    db_pages: u32,
+    next: u32,
+}
+
+impl Image {
+    /// Starts the database at `db` anew: `db_pages` pages of `page_size`
+    /// bytes will follow.
+    pub(crate) fn create(db: &Path, page_size: u32, db_pages: u32) -> io::Result<Image> {
+        let mut temporary = db.as_os_str().to_owned();
+        temporary.push(".restore");
+        let temporary = PathBuf::from(temporary);
+        let file = File::create(&temporary)?;
+        Ok(Image {
+            db: db.to_owned(),
+            temporary,
+            out: io::BufWriter::new(file),
+            page_size,
+            db_pages,
+            next: 1,
+        })
+    }
+
+    /// Writes page `number`, the next one.
+    pub(crate) fn push(&mut self, number: u32, page: &[u8]) -> io::Result<()> {
+        if number != self.next {
+            return Err(invalid(format!(
+                "page {} of the database is missing (found page {number})",
+                self.next
+            )));
+        }
+        if page.len() != self.page_size as usize || number > self.db_pages {
+            return Err(invalid(format!(
+                "page {number} has {} bytes, not {} (of a database of {} pages)",
+                page.len(),
+                self.page_size,
+                self.db_pages
+            )));
+        }
+        self.out.write_all(page)?;
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Checks that every page came, syncs the new file and renames it over
+    /// the database (its log deleted first), so that a crash leaves either
+    /// the old database or the new one. No connection may be open on it.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        if self.next != self.db_pages + 1 {
+            return Err(invalid(format!(
+                "the database has {} pages, but {} were given",
+                self.db_pages,
+                self.next - 1
+            )));
+        }
+        self.out.flush()?;
+        self.out.get_ref().sync_all()?;
+        for stale in [wal_path(&self.db), shm_path(&self.db)] {
+            match std::fs::remove_file(&stale) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        std::fs::rename(&self.temporary, &self.db)?;
+        if let Some(dir) = self.db.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Image {
+    /// An image that was not finished leaves nothing behind.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.temporary);
+    }
+}
+
 /// Writes the database at `db` anew from `pages` (page numbers from 1 to
 /// `db_pages`, each `page_size` bytes, every one present), replacing
-/// whatever was there: the file and its log. The new file is written
-/// beside it and synced, then renamed over it, so a crash leaves either
-/// the old database or the new one. No connection may be open on `db`.
+/// whatever was there (see [`Image`]).
+#[cfg(test)]
 pub(crate) fn write_image(
     db: &Path,
     page_size: u32,
     db_pages: u32,
     pages: impl IntoIterator<Item = (u32, Vec<u8>)>,
 ) -> io::Result<()> {
-    let mut next = 1u32;
-    let mut temporary = db.as_os_str().to_owned();
-    temporary.push(".restore");
-    let temporary = PathBuf::from(temporary);
-    let mut file = File::create(&temporary)?;
-    let written = (|| {
-        let mut out = io::BufWriter::new(&mut file);
-        for (number, page) in pages {
-            if number != next {
-                return Err(invalid(format!(
-                    "page {next} of the database is missing (found page {number})"
-                )));
-            }
-            if page.len() != page_size as usize {
-                return Err(invalid(format!(
-                    "page {number} has {} bytes, not {page_size}",
-                    page.len()
-                )));
-            }
-            out.write_all(&page)?;
-            next += 1;
-        }
-        if next != db_pages + 1 {
-            return Err(invalid(format!(
-                "the database has {db_pages} pages, but {} were given",
-                next - 1
-            )));
-        }
-        out.flush()
-    })();
-    let written = written.and_then(|()| file.sync_all());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(e);
+    let mut image = Image::create(db, page_size, db_pages)?;
+    for (number, page) in pages {
+        image.push(number, &page)?;
     }
-    for stale in [wal_path(db), shm_path(db)] {
-        match std::fs::remove_file(&stale) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    std::fs::rename(&temporary, db)?;
-    if let Some(dir) = db.parent() {
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    image.finish()
 }
 
 #[cfg(test)]
@@ -424,6 +466,8 @@ mod tests {
         assert!(e.to_string().contains("3 pages"), "{e}");
         let e = write_image(&path, 512, 1, [(1, vec![0u8; 100])]).unwrap_err();
         assert!(e.to_string().contains("100 bytes"), "{e}");
+        let e = write_image(&path, 512, 1, [(1, page.clone()), (2, page.clone())]).unwrap_err();
+        assert!(e.to_string().contains("page 2"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert!(!dir.path().join("i.sqlite.restore").exists());
     }

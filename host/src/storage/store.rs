@@ -135,15 +135,9 @@ impl InstanceStore {
             self.remove_files(address)
                 .map_err(|e| ClaimError::Restore(format!("{e:#}")))?;
         } else if recorded != Some(replicated) || !path.exists() {
-            let pages = cluster.pages(taken.id).await?;
-            let (page_size, db_pages) = (taken.page_size, taken.pages);
-            let target = path.clone();
-            tokio::task::spawn_blocking(move || {
-                super::pages::write_image(&target, page_size, db_pages, pages)
-            })
-            .await
-            .map_err(|e| ClaimError::Restore(e.to_string()))?
-            .map_err(|e| ClaimError::Restore(e.to_string()))?;
+            let image = super::pages::Image::create(&path, taken.page_size, taken.pages)
+                .map_err(|e| ClaimError::Restore(e.to_string()))?;
+            cluster.restore(taken.id, image).await?;
             tracing::info!(%address, version = taken.version, pages = taken.pages, "restored the instance from the cluster");
         }
         let mut state = slot.state();

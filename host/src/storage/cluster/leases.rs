@@ -18,7 +18,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use crate::address::Address;
-use crate::storage::pages::LogTail;
+use crate::storage::pages::{Image, LogTail};
 
 use super::{ClusterError, Shared};
 
@@ -175,17 +175,28 @@ pub(super) async fn acquire(
     }
 }
 
-/// Every page of the replicated database of instance `id`, in order.
-pub(super) async fn pages(shared: &Shared, id: i64) -> Result<Vec<(u32, Vec<u8>)>, ClusterError> {
+/// Writes the replicated database of instance `id` into `image`, page by
+/// page as they come, so that a large database is never whole in memory.
+pub(super) async fn restore(
+    shared: &Shared,
+    id: i64,
+    mut image: Image,
+) -> Result<(), ClusterError> {
+    use futures_util::TryStreamExt;
     let client = shared.client().await?;
     let rows = client
-        .query(
+        .query_raw(
             "SELECT pgno, data FROM burrow_pages WHERE instance = $1 ORDER BY pgno",
-            &[&id],
+            [&id],
         )
         .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| (row.get::<_, i32>(0) as u32, row.get(1)))
-        .collect())
+    let mut rows = std::pin::pin!(rows);
+    let written =
+        |e: std::io::Error| ClusterError::Unavailable(format!("cannot write the database: {e}"));
+    while let Some(row) = rows.try_next().await? {
+        let number: i32 = row.get(0);
+        let page: &[u8] = row.get(1);
+        image.push(number as u32, page).map_err(written)?;
+    }
+    tokio::task::block_in_place(|| image.finish()).map_err(written)
 }

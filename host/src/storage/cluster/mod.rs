@@ -178,9 +178,17 @@ impl Cluster {
             .thread_name("burrow-cluster")
             .enable_all()
             .build()?;
-        let pg: tokio_postgres::Config = config.url.parse().map_err(|e| {
+        let mut pg: tokio_postgres::Config = config.url.parse().map_err(|e| {
             anyhow::anyhow!("the cluster URL is not a PostgreSQL connection string: {e}")
         })?;
+        // The host's statements are few and prepared once per connection:
+        // planned once, not at every execution (the shipper's statement
+        // takes longer to plan than to run).
+        let options = match pg.get_options() {
+            Some(given) => format!("{given} -c plan_cache_mode=force_generic_plan"),
+            None => "-c plan_cache_mode=force_generic_plan".to_owned(),
+        };
+        pg.options(&options);
         let manager = Manager::from_config(
             pg,
             tokio_postgres::NoTls,
@@ -320,9 +328,13 @@ impl Cluster {
         Ok(acquired)
     }
 
-    /// Every page of the replicated database of instance `id`.
-    pub(crate) async fn pages(&self, id: i64) -> Result<Vec<(u32, Vec<u8>)>, ClusterError> {
-        self.run(|shared| async move { leases::pages(&shared, id).await })
+    /// Writes the replicated database of instance `id` into `image`.
+    pub(crate) async fn restore(
+        &self,
+        id: i64,
+        image: crate::storage::pages::Image,
+    ) -> Result<(), ClusterError> {
+        self.run(|shared| async move { leases::restore(&shared, id, image).await })
             .await
     }
 

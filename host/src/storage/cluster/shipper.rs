@@ -187,8 +187,7 @@ pub(super) async fn run(shared: std::sync::Weak<Shared>, mut queue: Receiver) {
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats.statements.fetch_add(rounds, Ordering::Relaxed);
-                for (shipment, ack) in batch.drain(..) {
-                    let _ = shipment;
+                for (_, ack) in batch.drain(..) {
                     ack.set(if passed.contains(&ack_key(&ack)) {
                         Ok(())
                     } else {
