@@ -27,6 +27,12 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("CHAT_ROOM", "chat-room", "chat_room"),
     ("REMINDER", "reminder", "reminder"),
     ("ACCOUNT", "account", "account"),
+    ("CONFORMANCE_RUST", "conformance", "conformance"),
+    (
+        "CONFORMANCE_FLOW_RUST",
+        "conformance-flow",
+        "conformance_flow",
+    ),
 ];
 
 /// Python guests: (constant, the actor's module, component file name). Each
@@ -53,6 +59,30 @@ const PYTHON_GUESTS: &[(&str, &str, &str)] = &[
         "examples/stepper-py/app.py",
         "stepper-py.wasm",
     ),
+    (
+        "CONFORMANCE_PY",
+        "tests/conformance/py/conformance/app.py",
+        "conformance-py.wasm",
+    ),
+    (
+        "CONFORMANCE_FLOW_PY",
+        "tests/conformance/py/conformance-flow/app.py",
+        "conformance-flow-py.wasm",
+    ),
+];
+
+/// JavaScript guests: (constant, why they are missing). The conformance
+/// suite fails for a language whose components are missing; building them
+/// belongs here.
+const JAVASCRIPT_GUESTS: &[(&str, &str)] = &[
+    (
+        "CONFORMANCE_JS",
+        "no build of the JavaScript conformance actor in tests/artifacts/build.rs",
+    ),
+    (
+        "CONFORMANCE_FLOW_JS",
+        "no build of the JavaScript conformance actor in tests/artifacts/build.rs",
+    ),
 ];
 
 fn main() {
@@ -73,6 +103,7 @@ fn main() {
         "tests/programs",
         "examples/counter",
         "guest-sdk-py/burrow",
+        "tests/conformance",
         "examples/counter-py",
         "examples/mailer-py",
         "examples/payment-py",
@@ -146,6 +177,11 @@ fn main() {
                 Ok(path) => format!("Ok({:?})", path.display().to_string()),
                 Err(why) => format!("Err({why:?})"),
             }
+        ));
+    }
+    for (name, why) in JAVASCRIPT_GUESTS {
+        constants.push_str(&format!(
+            "pub const {name}: Result<&str, &str> = Err({why:?});\n"
         ));
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs.rs");
