@@ -6,6 +6,7 @@
 mod support;
 
 mod batches;
+mod bench;
 mod calls;
 mod cli;
 mod client;
