@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Burrow needs beyond the Rust toolchain:
-# the wasm32-wasip2 target (Rust actors) and componentize-py, pinned (Python
-# actors, built with the SDK in guest-sdk-py).
+# the wasm32-wasip2 target (Rust actors) and componentize-py (the Python
+# example actor).
 set -euo pipefail
 
 rustup target add wasm32-wasip2

@@ -175,8 +175,11 @@ async fn a_schedule_fires_once_and_a_cancelled_one_never() {
             let host = host.clone();
             async move {
                 let actor = basic(language);
+                // The cancelled one is due late enough to be cancelled first
+                // on a busy machine.
+                let begun = std::time::Instant::now();
                 let once = call(&host, &actor, "k", "schedule_note", json!(["once", 100])).await;
-                let never = call(&host, &actor, "k", "schedule_note", json!(["never", 300])).await;
+                let never = call(&host, &actor, "k", "schedule_note", json!(["never", 1500])).await;
                 let pending = call(&host, &actor, "k", "schedules", json!([])).await;
                 assert_eq!(
                     pending,
@@ -199,7 +202,8 @@ async fn a_schedule_fires_once_and_a_cancelled_one_never() {
                 })
                 .await;
                 // Past the cancelled one's time: still one note.
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                let past = Duration::from_millis(1800).saturating_sub(begun.elapsed());
+                tokio::time::sleep(past).await;
                 assert_eq!(
                     call(&host, &actor, "k", "notes", json!([])).await,
                     json!(["once"])
