@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up Burrow, builds the example actors, starts the host on its embedded
 # default (SQLite files under ./.burrow), calls the counter in Rust and in
-# Python, runs a 20-step workflow, sets a reminder, watches a chat room,
-# transfers between two accounts, restarts the host and shows that the
-# counts survived.
+# Python, runs a 20-step workflow, runs the payment workflow in Rust and in
+# Python (one card paid, one declined into manual review), sets a reminder,
+# watches a chat room, transfers between two accounts, restarts the host and
+# shows that the counts survived.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,20 @@ done
 "$burrow" call stepper "$workflow" count
 
 run=$(date +%s)
+for actor in payment payment-py; do
+    echo "==> $actor: a paid order and a declined one ($run)"
+    "$burrow" create "$actor" "paid-$run" "{\"order\": \"paid-$run\"}"
+    "$burrow" create "$actor" "declined-$run" "{\"order\": \"declined-$run\", \"declined\": true}"
+    for key in "paid-$run" "declined-$run"; do
+        # The declined card is retried 3 times with backoff first.
+        for _ in $(seq 1 200); do
+            "$burrow" inspect "$actor" "$key" --history | grep -q '"status": "completed"' && break
+            sleep 0.1
+        done
+        "$burrow" call "$actor" "$key" get_state
+    done
+done
+
 echo "==> reminder: a schedule that fires once, 1 s from now"
 "$burrow" call reminder "$run" remind '["stretch", 1000]'
 "$burrow" call reminder "$run" pending

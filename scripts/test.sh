@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, the integration tests in
-# tests/all (guest test programs are built into components first; the
+# tests/all (guest test programs, the Python examples and the conformance
+# actors are built into components first, by tests/artifacts/build.rs; the
 # cluster tests run against a private PostgreSQL started here and stopped
-# afterwards), and the guest SDK's doc tests.
+# afterwards), the guest SDK's doc tests, and the Python SDK's unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+python3 -m unittest discover -s guest-sdk-py/tests
 postgres_dir=$(mktemp -d -t burrow-test-pg-XXXXXX)
 chmod 755 "$postgres_dir"
 trap 'bash scripts/postgres.sh stop "$postgres_dir"; rm -rf "$postgres_dir"' EXIT

@@ -7,11 +7,13 @@ mod postgres;
 mod support;
 
 mod batches;
+mod bench;
 mod calls;
 mod cli;
 mod client;
 mod cluster;
 mod concurrency;
+mod conformance;
 mod connections;
 mod counter;
 mod destroy;

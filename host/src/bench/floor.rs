@@ -155,7 +155,45 @@ async fn increment(store: &mut Store<Floor>, actor: &Actor) -> Result<()> {
     Ok(())
 }
 
+/// A component built for a larger world (a Python or JavaScript counter
+/// imports every interface of `full-actor`) gets traps for the Burrow
+/// interfaces the floor does not serve, which a counter never calls.
+/// (`define_unknown_imports_as_traps` would also shadow WASI imports of a
+/// newer minor version that the linker serves by semver.)
+fn trap_other_burrow_imports(
+    engine: &Engine,
+    linker: &mut Linker<Floor>,
+    component: &Component,
+) -> Result<()> {
+    use wasmtime::component::types::ComponentItem;
+    const SERVED: [&str; 4] = ["types", "state", "db", "log"];
+    for (name, item) in component.component_type().imports(engine) {
+        let Some(interface) = name.strip_prefix("burrow:actor/") else {
+            continue;
+        };
+        let interface = interface.split('@').next().unwrap_or(interface);
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        if SERVED.contains(&interface) {
+            continue;
+        }
+        let mut stubs = linker.instance(name)?;
+        for (func, item) in instance.exports(engine) {
+            if let ComponentItem::ComponentFunc(_) = item.ty {
+                let what = format!("{name}#{func}");
+                stubs.func_new(func, move |_, _, _, _| {
+                    wasmtime::bail!("the floor does not serve {what}")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) struct FloorReport {
+    /// How long compiling the component took (no cache).
+    pub(super) compile: std::time::Duration,
     pub(super) w1: Latencies,
     pub(super) create: Latencies,
     pub(super) wake: Latencies,
@@ -173,7 +211,9 @@ pub(super) async fn run(
     let mut config = Config::new();
     config.wasm_component_model(true);
     let engine = Engine::new(&config)?;
+    let compiling = Instant::now();
     let component = Component::from_file(&engine, component)?;
+    let compile = compiling.elapsed();
     let mut linker = Linker::new(&engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     // Only what the counter imports: the floor has no schedules, calls or
@@ -182,6 +222,7 @@ pub(super) async fn run(
     state::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
     db::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
     log::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;
+    trap_other_burrow_imports(&engine, &mut linker, &component)?;
     let pre = ActorPre::new(linker.instantiate_pre(&component)?)?;
 
     let (mut store, actor) = start(&engine, &pre, &dir.join("w1.sqlite"), true).await?;
@@ -215,5 +256,10 @@ pub(super) async fn run(
     };
     let create = phase(true).await?;
     let wake = phase(false).await?;
-    Ok(FloorReport { w1, create, wake })
+    Ok(FloorReport {
+        compile,
+        w1,
+        create,
+        wake,
+    })
 }

@@ -16,15 +16,21 @@
 //! - Load (`--load SECONDS`): 64 HTTP clients on the manifest's counters
 //!   (calls) and its mailer (queue sends, all checked as processed),
 //!   reporting errors and the peak memory of the process.
+//! - Languages (see [`languages`]): W1 and W5 for the counter and the
+//!   stepper of each guest language (Rust, Python, JavaScript), each W1
+//!   against the floor, with each component's compile and build time.
+//!   Part of every full run; `--languages` runs it alone.
 //! - The floor: W1 and W3 done by [`floor`], a minimal program with wasmtime
 //!   and rusqlite and nothing of Burrow in between, so that Burrow's
 //!   overhead is a ratio measured in the same run.
 //!
 //! W1 to W3 use the `counter` actor of the manifest.
 
+pub mod builds;
 mod cluster;
 mod disk;
 mod floor;
+mod languages;
 pub mod load;
 mod modes;
 mod queue;
@@ -110,6 +116,12 @@ pub struct BenchArgs {
     /// `burrow-client` from this process.
     #[arg(long, value_name = "SECONDS")]
     pub wrk: Option<u64>,
+    /// Run only the languages side by side: W1 and W5 for the counter and
+    /// the stepper of each guest language (`counter`, `counter-py`,
+    /// `counter-js`, `stepper`, ...), against the floor, with compile and
+    /// build times.
+    #[arg(long)]
+    pub languages: bool,
     /// Leave the durability modes out of a full run.
     #[arg(long, conflicts_with = "modes")]
     pub no_modes: bool,
@@ -210,6 +222,11 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         let report = load::run(config, &actors, Duration::from_secs(seconds)).await?;
         eprintln!("load: {report}");
         return Ok(report);
+    }
+    if args.languages {
+        let figures = languages::run(manifest, &dir("languages"), &args).await?;
+        eprintln!("\n{}", figures["table"].as_str().unwrap_or_default());
+        return Ok(figures);
     }
     let spec = counter_spec(manifest)?;
     let mut report = serde_json::Map::new();
@@ -339,6 +356,11 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
             "w3_wake_mean": ratio(wake.mean(), floor.wake.mean()),
         }),
     );
+    let figures = languages::run(manifest, &dir("languages"), &args)
+        .await
+        .context("the languages side by side failed")?;
+    eprintln!("\n{}", figures["table"].as_str().unwrap_or_default());
+    report.insert("languages".into(), figures);
     let table = if args.no_modes {
         None
     } else {

@@ -1,4 +1,5 @@
-//! W5: workflows. Uses the manifest's `stepper` actor.
+//! W5: workflows. Uses the manifest's `stepper` actor (and, for the
+//! languages side by side, `stepper-py` and `stepper-js`).
 //!
 //! - Steps: one workflow of N sequential steps (1,000 by default), each
 //!   incrementing a counter in the instance's database and committing with
@@ -19,50 +20,50 @@ use crate::host::Host;
 use crate::manifest::ActorSpec;
 use crate::workflow::WorkflowStatus;
 
-const ACTOR: &str = "stepper";
-
 /// Waits until the workflow of `key` finished; fails unless it completed.
-async fn completed(host: &Host, key: &str) -> Result<()> {
+async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let view = host.workflow(ACTOR, key)?;
+        let view = host.workflow(actor, key)?;
         match view.record.status {
             WorkflowStatus::Completed => return Ok(()),
             status if status.is_final() => {
                 bail!(
-                    "the workflow of {ACTOR}/{key} ended as {status:?}: {:?}",
+                    "the workflow of {actor}/{key} ended as {status:?}: {:?}",
                     view.record.error
                 )
             }
             _ => {}
         }
         if Instant::now() > deadline {
-            bail!("the workflow of {ACTOR}/{key} did not finish within 10 minutes");
+            bail!("the workflow of {actor}/{key} did not finish within 10 minutes");
         }
         // Each look opens a read-only connection: not too often.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
+/// Runs W5 on the stepper `spec` (an actor of `examples/stepper`'s plan).
 pub(super) async fn run(config: HostConfig, spec: &ActorSpec, steps: usize) -> Result<Value> {
+    let actor = spec.name.as_str();
     let host = Host::start(config.clone(), std::slice::from_ref(spec)).await?;
     // Warm up: compile and load the component once.
-    host.create(ACTOR, "warm-up", &json!({"steps": 1}).to_string())
+    host.create(actor, "warm-up", &json!({"steps": 1}).to_string())
         .await?;
-    completed(&host, "warm-up").await?;
+    completed(&host, actor, "warm-up").await?;
 
     let begun = Instant::now();
-    host.create(ACTOR, "w5", &json!({"steps": steps}).to_string())
+    host.create(actor, "w5", &json!({"steps": steps}).to_string())
         .await?;
-    completed(&host, "w5").await?;
+    completed(&host, actor, "w5").await?;
     let elapsed = begun.elapsed();
 
     // Resume after a restart, with `steps` recorded steps to replay.
     let rest = Duration::from_millis(300);
     let plan = json!({"steps": steps, "then_sleep_ms": rest.as_millis() as u64});
-    host.create(ACTOR, "w5-resume", &plan.to_string()).await?;
+    host.create(actor, "w5-resume", &plan.to_string()).await?;
     let deadline = Instant::now() + Duration::from_secs(600);
-    while host.workflow(ACTOR, "w5-resume")?.record.status != WorkflowStatus::Waiting {
+    while host.workflow(actor, "w5-resume")?.record.status != WorkflowStatus::Waiting {
         if Instant::now() > deadline {
             bail!("the resume workflow did not reach its sleep");
         }
@@ -73,9 +74,9 @@ pub(super) async fn run(config: HostConfig, spec: &ActorSpec, steps: usize) -> R
     tokio::time::sleep(rest).await;
     let restarted = Instant::now();
     let host = Host::start(config, std::slice::from_ref(spec)).await?;
-    completed(&host, "w5-resume").await?;
+    completed(&host, actor, "w5-resume").await?;
     let resume = restarted.elapsed();
-    let count = host.call(ACTOR, "w5-resume", "count", "[]").await?;
+    let count = host.call(actor, "w5-resume", "count", "[]").await?;
     host.shutdown().await;
     if count != (steps + 1).to_string() {
         bail!("the resumed workflow counted {count}, not {}", steps + 1);

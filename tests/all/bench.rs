@@ -1,0 +1,106 @@
+//! `burrow bench --languages`: a row per guest language, and a clear row for
+//! a language whose actors are missing.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{programs, shared_cache};
+
+const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
+
+/// Hard-links the shared compile cache into `cache`, so that the bench's
+/// hosts need not compile what the tests compiled already.
+fn link_cache(cache: &Path) {
+    std::fs::create_dir_all(cache).unwrap();
+    for entry in std::fs::read_dir(shared_cache())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let to = cache.join(entry.file_name());
+        if std::fs::hard_link(entry.path(), &to).is_err() {
+            let _ = std::fs::copy(entry.path(), &to);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
+    let counter_py = programs::COUNTER_PY.expect("the Python counter was built");
+    let stepper_py = programs::STEPPER_PY.expect("the Python stepper was built");
+    // The components compile once into the shared cache.
+    let warm = tempfile::tempdir().unwrap();
+    let specs = [
+        crate::support::counter_py(),
+        burrow::manifest::ActorSpec::new("stepper-py", stepper_py),
+        burrow::manifest::ActorSpec::new("stepper", programs::STEPPER),
+    ];
+    crate::support::start(warm.path(), &specs)
+        .await
+        .shutdown()
+        .await;
+
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[actors.counter]\ncomponent = {:?}\n\
+             [actors.stepper]\ncomponent = {:?}\n\
+             [actors.counter-py]\ncomponent = {counter_py:?}\nmemory_limit = \"256MiB\"\n\
+             [actors.stepper-py]\ncomponent = {stepper_py:?}\nmemory_limit = \"256MiB\"\n\
+             [actors.counter-js]\ncomponent = \"missing/counter-js.wasm\"\n\
+             [actors.stepper-js]\ncomponent = \"missing/stepper-js.wasm\"\n",
+            programs::COUNTER,
+            programs::STEPPER,
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("bench");
+    link_cache(&data.join("languages").join("cache"));
+    let out = Command::new(BURROW)
+        .arg("--manifest")
+        .arg(&manifest)
+        .args(["bench", "--languages", "--ops", "50", "--w5-steps", "5"])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("BURROW_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["languages"].as_array().unwrap();
+    let languages: Vec<&str> = rows
+        .iter()
+        .map(|r| r["language"].as_str().unwrap())
+        .collect();
+    assert_eq!(languages, ["Rust", "Python", "JavaScript"]);
+    for row in &rows[..2] {
+        for figure in [
+            "w1_mean_us",
+            "floor_w1_mean_us",
+            "w1_to_own_floor",
+            "w5_us_per_step",
+            "compile_s",
+        ] {
+            assert!(row[figure].as_f64().unwrap() > 0.0, "{figure}: {row}");
+        }
+    }
+    assert!(
+        rows[1]["component_mb"].as_f64().unwrap() > 1.0,
+        "{}",
+        rows[1]
+    );
+    let missing = rows[2]["error"].as_str().unwrap();
+    assert!(
+        missing.starts_with("not built") && missing.contains("counter-js.wasm is missing"),
+        "{missing}"
+    );
+    let table = report["table"].as_str().unwrap();
+    assert!(table.contains("| Python | "), "{table}");
+    assert!(table.contains("| JavaScript | not built"), "{table}");
+    assert!(stderr.contains("| language |"), "{stderr}");
+}
