@@ -12,7 +12,8 @@
 import { componentize } from '@bytecodealliance/componentize-js';
 import { rolldown } from 'rolldown';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,25 +96,52 @@ async function bundle(entry) {
   }
 }
 
+/** What the component is made from: when these are the same as for the
+ * component already at `out`, it is kept as it is. (componentize-js does not
+ * make the same bytes twice, since the snapshot holds the engine's random
+ * seeds, and the host's compile cache is keyed by the bytes: a rebuild of
+ * unchanged sources would cost the host a compilation.) */
+async function inputsDigest(code, wit, world) {
+  const hash = createHash('sha256');
+  const versions = await readFile(join(here, 'package-lock.json'));
+  hash.update(versions).update('\0').update(world).update('\0').update(code).update('\0');
+  for (const file of (await readdir(wit)).filter((f) => f.endsWith('.wit')).sort()) {
+    hash.update(file).update('\0').update(await readFile(join(wit, file))).update('\0');
+  }
+  hash.update(DISABLED.join(','));
+  return hash.digest('hex');
+}
+
+// The host offers no wasi:http; clocks, random numbers and stdio stay (the
+// host refuses clocks and randomness to workflow orchestration code).
+const DISABLED = ['http', 'fetch-event'];
+
 async function main() {
-  const { entry, out, wit, world } = parseArgs(process.argv.slice(2));
+  const { entry, out, wit: givenWit, world } = parseArgs(process.argv.slice(2));
   if (!existsSync(entry)) usage(`no such file: ${entry}`);
   const started = Date.now();
+  const wit = witDir(givenWit);
   const code = await bundle(entry);
+  const digest = await inputsDigest(code, wit, world);
+  const stamp = `${out}.inputs`;
+  if (existsSync(out) && (await readFile(stamp, 'utf8').catch(() => '')) === digest) {
+    console.error(`${out} is up to date`);
+    return;
+  }
   const work = await mkdtemp(join(tmpdir(), 'burrow-js-'));
   try {
     const source = join(work, 'actor.js');
     await writeFile(source, code);
     const { component } = await componentize({
       sourcePath: source,
-      witPath: witDir(wit),
+      witPath: wit,
       worldName: world,
-      // The host offers no wasi:http; clocks, random numbers and stdio stay
-      // (the host refuses clocks and randomness to workflow orchestration).
-      disableFeatures: ['http', 'fetch-event'],
+      disableFeatures: DISABLED,
     });
     await mkdir(dirname(out), { recursive: true });
+    await rm(stamp, { force: true });
     await writeFile(out, component);
+    await writeFile(stamp, digest);
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const mb = (component.length / 1e6).toFixed(1);
     console.error(`built ${out} (${mb} MB) in ${seconds} s`);
