@@ -1,5 +1,6 @@
-//! The examples of `examples/`, end to end (the counters have their own
-//! tests, and the chat room's connections are in `client.rs`).
+//! The examples of `examples/`, end to end, the JavaScript twins of the
+//! mailer, the payment workflow and the chat room among them (the counters
+//! have their own tests, and the chat room's connections are in `client.rs`).
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use burrow::manifest::ActorSpec;
 use burrow::{SendOptions, SendOutcome};
 use serde_json::{Value, json};
 
-use crate::support::{call, eventually, programs, restart, start};
+use crate::support::{call, eventually, js_actor, programs, restart, start};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -29,29 +30,54 @@ fn send() -> SendOptions {
 
 #[tokio::test]
 async fn the_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_each_email_once(&examples()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_each_email_once(&[js_actor("mailer-js", programs::MAILER_JS)]).await;
+}
+
+/// The mailer (the first of `actors`): jobs enqueued one by one and three
+/// at once, a restart, and each email sent once.
+async fn mailer_sends_each_email_once(actors: &[ActorSpec]) {
+    let mailer = actors[0].name.as_str();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &examples()).await;
+    let host = start(dir.path(), actors).await;
     for email in ["ada@example.com", "alan@example.com", "grace@example.com"] {
         call(
             &host,
-            "mailer",
+            mailer,
             "main",
             "enqueue",
             &json!([email]).to_string(),
         )
         .await;
     }
-    let host = restart(host, &examples()).await;
-    let sent = eventually(LONG, "three emails", async || {
-        let sent = call(&host, "mailer", "main", "sent", "[]").await;
-        (sent.as_array().unwrap().len() == 3).then_some(sent)
+    let many = json!([["edsger@example.com", "barbara@example.com"]]).to_string();
+    assert_eq!(call(&host, mailer, "main", "enqueue_many", &many).await, 2);
+    let host = restart(host, actors).await;
+    let sent = eventually(LONG, "five emails", async || {
+        let sent = call(&host, mailer, "main", "sent", "[]").await;
+        (sent.as_array().unwrap().len() == 5).then_some(sent)
     })
     .await;
     assert_eq!(
         sent,
-        json!(["ada@example.com", "alan@example.com", "grace@example.com"])
+        json!([
+            "ada@example.com",
+            "alan@example.com",
+            "grace@example.com",
+            "edsger@example.com",
+            "barbara@example.com"
+        ])
     );
-    assert_eq!(host.queue("mailer", "main").unwrap().pending_count, 0);
+    assert_eq!(host.queue(mailer, "main").unwrap().pending_count, 0);
+    let e = host
+        .call(mailer, "main", "enqueue", "[42]")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "invalid-arguments", "{e}");
     host.shutdown().await;
 }
 
@@ -168,32 +194,44 @@ async fn workflow_done(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_declined_payment_goes_to_manual_review() {
+    declined_payment_goes_to_manual_review(&workflow_examples()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_payment_goes_to_manual_review_in_javascript() {
+    declined_payment_goes_to_manual_review(&[js_actor("payment-js", programs::PAYMENT_JS)]).await;
+}
+
+/// The payment workflow (the first of `actors`): one order paid, one
+/// declined card sent to manual review after its retries.
+async fn declined_payment_goes_to_manual_review(actors: &[ActorSpec]) {
+    let payment = actors[0].name.as_str();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &workflow_examples()).await;
-    host.create("payment", "ok", &json!({"order": "order-1"}).to_string())
+    let host = start(dir.path(), actors).await;
+    host.create(payment, "ok", &json!({"order": "order-1"}).to_string())
         .await
         .unwrap();
     host.create(
-        "payment",
+        payment,
         "declined",
         &json!({"order": "order-2", "declined": true}).to_string(),
     )
     .await
     .unwrap();
-    let paid = workflow_done(&host, "payment", "ok").await;
+    let paid = workflow_done(&host, payment, "ok").await;
     assert_eq!(paid.record.output.as_deref(), Some("\"paid\""));
     assert_eq!(
-        call(&host, "payment", "ok", "get_state", "[]").await,
+        call(&host, payment, "ok", "get_state", "[]").await,
         json!({"status": "paid", "reason": null, "charge": "charge-order-1"})
     );
-    let review = workflow_done(&host, "payment", "declined").await;
+    let review = workflow_done(&host, payment, "declined").await;
     assert_eq!(review.record.output.as_deref(), Some("\"manual-review\""));
     let charge = &review.history[0];
     assert_eq!(
         (charge.attempts, charge.failure_kind.as_deref()),
         (4, Some("exhausted"))
     );
-    let state = call(&host, "payment", "declined", "get_state", "[]").await;
+    let state = call(&host, payment, "declined", "get_state", "[]").await;
     assert_eq!(state["status"], "manual-review");
     assert_eq!(state["reason"], "the card for order-2 was declined");
     host.shutdown().await;
@@ -356,16 +394,24 @@ async fn accounts_transfer_by_calling_each_other() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history(crate::support::chat_room()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history(js_actor("chat-room-js", programs::CHAT_ROOM_JS)).await;
+}
+
+async fn chat_room_keeps_its_history(spec: ActorSpec) {
+    let room = spec.name.clone();
+    let room = room.as_str();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &[crate::support::chat_room()]).await;
+    let host = start(dir.path(), &[spec]).await;
     for i in 0..105 {
         let args = json!(["ada", format!("message {i}")]).to_string();
-        assert_eq!(
-            call(&host, "chat-room", "lobby", "post", &args).await,
-            i + 1
-        );
+        assert_eq!(call(&host, room, "lobby", "post", &args).await, i + 1);
     }
-    let history = call(&host, "chat-room", "lobby", "history", "[3]").await;
+    let history = call(&host, room, "lobby", "history", "[3]").await;
     let texts: Vec<&str> = history
         .as_array()
         .unwrap()
@@ -373,7 +419,7 @@ async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
         .map(|m| m["text"].as_str().unwrap())
         .collect();
     assert_eq!(texts, ["message 102", "message 103", "message 104"]);
-    let history = call(&host, "chat-room", "lobby", "history", "[1000]").await;
+    let history = call(&host, room, "lobby", "history", "[1000]").await;
     assert_eq!(history.as_array().unwrap().len(), 100);
     for (args, code) in [
         (r#"["ada", ""]"#, "empty-message"),
@@ -382,14 +428,8 @@ async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
             "message-too-long",
         ),
     ] {
-        let e = host
-            .call("chat-room", "lobby", "post", args)
-            .await
-            .unwrap_err();
+        let e = host.call(room, "lobby", "post", args).await.unwrap_err();
         assert!(e.to_string().contains(code), "{e}");
     }
-    assert_eq!(
-        call(&host, "chat-room", "lobby", "members", "[]").await,
-        json!([])
-    );
+    assert_eq!(call(&host, room, "lobby", "members", "[]").await, json!([]));
 }

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod js;
+
 /// Rust guests: (constant, package, file stem).
 const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("COUNTER", "counter", "counter"),
@@ -58,7 +60,10 @@ fn main() {
         "examples/chat-room",
         "examples/reminder",
         "examples/account",
-    ] {
+    ]
+    .iter()
+    .chain(js::WATCHED)
+    {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
@@ -117,6 +122,7 @@ fn main() {
             Err(why) => format!("Err({why:?})"),
         }
     ));
+    constants.push_str(&js::build(&root, &target_dir));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs.rs");
     std::fs::write(out, constants).unwrap();
 }
