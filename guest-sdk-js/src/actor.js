@@ -1,7 +1,7 @@
 // `actor()`: an actor's hooks, queue, workflow, connection hooks and
 // actions, turned into the exports of the WIT world `full-actor`.
 
-import { Failure, asFailure, toWitFailure } from './errors.js';
+import { Failure, asFailure, messageOf, toWitFailure } from './errors.js';
 import { parse, stringify } from './json.js';
 import { eventFrom, witPolicy } from './queue.js';
 import { TypeMismatch, check, validateType } from './types.js';
@@ -48,7 +48,7 @@ function decodeInput(text, type, code, what) {
     const value = parse(text);
     return type === undefined ? value : check(type, value);
   } catch (e) {
-    throw new Failure(code, `${what} does not fit: ${e.message}`);
+    throw new Failure(code, `${what} does not fit: ${messageOf(e)}`);
   }
 }
 
@@ -65,7 +65,7 @@ function encodeResult(value) {
   try {
     return stringify(value);
   } catch (e) {
-    throw new Failure('json', `the result could not be encoded as JSON: ${e.message}`);
+    throw new Failure('json', `the result could not be encoded as JSON: ${messageOf(e)}`);
   }
 }
 
@@ -139,7 +139,8 @@ export function actor(definition) {
       try {
         values = parse(args);
       } catch (e) {
-        throw invalidArguments(`arguments are not valid JSON: ${e.message}`);
+        if (e instanceof SyntaxError) throw invalidArguments(`arguments are not valid JSON: ${messageOf(e)}`);
+        throw { tag: 'failed', val: toWitFailure(e) };
       }
       if (!Array.isArray(values)) throw invalidArguments('arguments must be a JSON array');
       const entry = actions.get(name);
@@ -153,7 +154,7 @@ export function actor(definition) {
             values[i] = check(entry.types[i], values[i]);
           } catch (e) {
             if (!(e instanceof TypeMismatch)) throw e;
-            throw invalidArguments(`argument ${i + 1}: ${e.message}`);
+            throw invalidArguments(`argument ${i + 1}: ${messageOf(e)}`);
           }
         }
       }

@@ -4,7 +4,7 @@
 // afterwards. Inside a workflow, calls and sends are allowed only in steps.
 
 import { call as witCall, send as witSend } from 'burrow:actor/actors@0.1.0';
-import { CallError, Failure, guard } from './errors.js';
+import { CallError, Failure, guard, messageOf } from './errors.js';
 import { parse, stringify } from './json.js';
 import { witOptions } from './queue.js';
 import { encodeArgs } from './schedule.js';
@@ -33,7 +33,7 @@ export function call(actor, key, action, args = []) {
   try {
     return parse(result);
   } catch (e) {
-    throw new Failure('json', `the result of ${actor}/${key} ${action} does not decode: ${e.message}`);
+    throw new Failure('json', `the result of ${actor}/${key} ${action} does not decode: ${messageOf(e)}`);
   }
 }
 

@@ -130,12 +130,20 @@ export function dbError({ tag, val }) {
   return new cls(tag, String(val));
 }
 
+/** The text of a thrown value: an Error's message, or the value itself
+ * (SpiderMonkey throws the string "out of memory" when the instance's
+ * memory limit is reached). */
+export function messageOf(e) {
+  if (e instanceof Error) return e.message;
+  return typeof e === 'string' ? e : describe(e);
+}
+
 /** A thrown value as a `Failure`: a Failure stays itself; anything else (a
  * TypeError, a thrown string) becomes code `error` with its text. */
 export function asFailure(e) {
   if (e instanceof Failure) return e;
   if (e instanceof Error) return new Failure('error', `${e.name}: ${e.message}`);
-  return new Failure('error', `uncaught ${describe(e)}`);
+  return new Failure('error', `uncaught ${typeof e === 'string' ? e : describe(e)}`);
 }
 
 function describe(value) {

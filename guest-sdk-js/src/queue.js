@@ -2,7 +2,7 @@
 // transaction each (see `queue` in `actor()`).
 
 import { append as witAppend } from 'burrow:actor/queue@0.1.0';
-import { CapabilityError, Failure, guard } from './errors.js';
+import { CapabilityError, Failure, guard, messageOf } from './errors.js';
 import { parse, stringify } from './json.js';
 
 /** The modes of a queue policy. */
@@ -65,7 +65,7 @@ export function eventFrom(e) {
     Object.defineProperty(event, 'payload', {
       enumerable: true,
       get() {
-        throw new Failure('invalid-payload', `the payload of event ${id} does not decode: ${error.message}`);
+        throw new Failure('invalid-payload', `the payload of event ${id} does not decode: ${messageOf(error)}`);
       },
     });
   }

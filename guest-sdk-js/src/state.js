@@ -3,7 +3,7 @@
 // shows it as JSON).
 
 import { get as witGet, set as witSet } from 'burrow:actor/state@0.1.0';
-import { CapabilityError, Failure, guard } from './errors.js';
+import { CapabilityError, Failure, guard, messageOf } from './errors.js';
 import { parse, stringify } from './json.js';
 
 const encoder = new TextEncoder();
@@ -21,7 +21,7 @@ export function get(fallback) {
   try {
     return parse(decoder.decode(bytes));
   } catch (e) {
-    throw new Failure('state', `the stored state does not decode: ${e.message}`);
+    throw new Failure('state', `the stored state does not decode: ${messageOf(e)}`);
   }
 }
 

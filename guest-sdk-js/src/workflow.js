@@ -17,12 +17,28 @@
 // `ctx.join` to run branches side by side).
 
 import * as wit from 'burrow:actor/workflow@0.1.0';
-import { Failure, StepFailure, asFailure, payloadOf } from './errors.js';
+import { Failure, NotInStepError, StepFailure, asFailure, messageOf, payloadOf } from './errors.js';
 import { parse, stringify } from './json.js';
 import { eventFrom } from './queue.js';
 import { check } from './types.js';
 
 const INTERRUPTS = new Set(['suspend', 'diverged', 'invalid']);
+
+// The host refuses WASI clocks and random numbers to orchestration code,
+// but SpiderMonkey's Math.random draws from a seed taken once at startup,
+// so the host never sees it: the SDK refuses it itself while a run is in
+// its orchestration code (outside step bodies).
+let orchestrating = false;
+const engineRandom = Math.random;
+Math.random = function random() {
+  if (orchestrating) {
+    throw new NotInStepError(
+      'Math.random() was called by workflow orchestration code, which is replayed and must be ' +
+        'deterministic; call it inside a step, whose output is recorded',
+    );
+  }
+  return engineRandom();
+};
 
 /**
  * Why the orchestration code cannot go on: `kind` is `suspend` (the run
@@ -143,20 +159,22 @@ export class Ctx {
       try {
         return { ok: true, value: parse(start.val) };
       } catch (e) {
-        throw new Failure('json', `the recorded output of step \`${name}\` does not decode: ${e.message}`);
+        throw new Failure('json', `the recorded output of step \`${name}\` does not decode: ${messageOf(e)}`);
       }
     }
     if (start.tag === 'failed') return { ok: false, failure: stepFailure(start.val) };
     this.#attempt = start.val;
     let outcome;
     let json;
+    const outer = orchestrating;
+    orchestrating = false;
     try {
       const value = await body();
       try {
         json = stringify(value);
         outcome = { tag: 'ok', val: json };
       } catch (e) {
-        outcome = { tag: 'critical', val: { code: 'json', message: `the output could not be encoded as JSON: ${e.message}` } };
+        outcome = { tag: 'critical', val: { code: 'json', message: `the output could not be encoded as JSON: ${messageOf(e)}` } };
       }
     } catch (e) {
       if (e instanceof WorkflowInterrupt) {
@@ -168,6 +186,7 @@ export class Ctx {
       }
     } finally {
       this.#attempt = 0;
+      orchestrating = outer;
     }
     const ended = this.#wit(() => wit.endStep(outcome), false);
     if (this.#interrupt) throw this.#interrupt;
@@ -418,16 +437,25 @@ function failed(code, message) {
 /** The `run` export: decodes the input, runs the workflow, rolls back on a
  * failure, and tells the host how the run ended. */
 export async function runWorkflow(run, inputType, input) {
+  try {
+    return await runOnce(run, inputType, input);
+  } finally {
+    orchestrating = false;
+  }
+}
+
+async function runOnce(run, inputType, input) {
   let value;
   try {
     value = parse(input);
     if (inputType !== undefined) value = check(inputType, value);
   } catch (e) {
-    return failed('invalid-input', `the workflow's input does not decode: ${e.message}`);
+    return failed('invalid-input', `the workflow's input does not decode: ${messageOf(e)}`);
   }
   const ctx = new Ctx();
   let output;
   let error;
+  orchestrating = true;
   try {
     output = await run(ctx, value);
   } catch (e) {
@@ -437,7 +465,7 @@ export async function runWorkflow(run, inputType, input) {
     try {
       return { tag: 'completed', val: stringify(output) };
     } catch (e) {
-      return failed('json', `the output could not be encoded as JSON: ${e.message}`);
+      return failed('json', `the output could not be encoded as JSON: ${messageOf(e)}`);
     }
   }
   if (ctx.interrupted() === null) {

@@ -16,6 +16,9 @@ const counter = actor({
       throw new Failure('no', 'never');
     },
     crash: () => undefined(),
+    oom: () => {
+      throw 'out of memory';
+    },
     later: async (x) => x * 2,
     big: () => 2n ** 62n,
     bytes: () => new Uint8Array([0, 255]),
@@ -92,6 +95,7 @@ test('errors keep their code and message; other exceptions are code error', asyn
   assert.equal(err.tag, 'failed');
   assert.equal(err.val.code, 'error');
   assert.match(err.val.message, /^TypeError: /);
+  assert.deepEqual(await call('oom', '[]'), { err: { tag: 'failed', val: { code: 'error', message: 'uncaught out of memory' } } });
   const cyclic = (await call('cyclic', '[]')).err;
   assert.equal(cyclic.val.code, 'json');
   assert.match(cyclic.val.message, /^the result could not be encoded as JSON/);

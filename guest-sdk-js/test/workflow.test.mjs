@@ -254,3 +254,17 @@ test('queue waits, time, versions; bad input and bad options fail the workflow',
   assert.equal(options.val.code, 'invalid-arguments');
   assert.match(options.val.message, /unknown step option "retry"/);
 });
+
+test('Math.random is refused to orchestration code, and allowed in steps and actions', async () => {
+  host();
+  const outcome = await run(async (ctx) => {
+    const inStep = await ctx.step('roll', () => Math.random());
+    assert.ok(inStep >= 0 && inStep < 1);
+    Math.random();
+  });
+  assert.equal(outcome.tag, 'failed');
+  assert.equal(outcome.val.code, 'not-in-step');
+  assert.match(outcome.val.message, /^Math\.random\(\) was called by workflow orchestration code/);
+  const r = Math.random();
+  assert.ok(r >= 0 && r < 1);
+});
