@@ -4,19 +4,13 @@
 #   examples/counter-py/build.sh [OUTPUT]
 #
 # OUTPUT defaults to target/guests/counter-py.wasm at the repository root.
-# Needs componentize-py 0.25.1 (`pip install componentize-py==0.25.1`), which
-# generates the bindings for wit/actor.wit on the fly: nothing is written
-# next to the sources.
+# Needs componentize-py 0.25.1 (scripts/setup.sh installs it); uses the SDK
+# in guest-sdk-py (`pip install ./guest-sdk-py` makes `python3 -m
+# burrow.build` work from anywhere).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-out="${1:-$here/../../target/guests/counter-py.wasm}"
-mkdir -p "$(dirname "$out")"
-
-componentize-py \
-    --wit-path "$here/../../wit" \
-    --world actor \
-    componentize \
-    --python-path "$here" \
-    --output "$out" \
-    app
+root="$here/../.."
+out="${1:-$root/target/guests/counter-py.wasm}"
+PYTHONPATH="$root/guest-sdk-py${PYTHONPATH:+:$PYTHONPATH}" \
+    exec python3 -m burrow.build "$here/app.py" -o "$out"

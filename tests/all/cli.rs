@@ -267,7 +267,7 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     std::fs::write(
         &manifest,
         format!(
-            "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"cp {} made.wasm\"\n\
+            "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"sleep 5.5 && cp {} made.wasm\"\n\
              [actors.broken]\ncomponent = \"broken.wasm\"\nbuild = \"printf built > broken.wasm\"\n\
              [actors.fails]\ncomponent = \"x.wasm\"\nbuild = \"exit 3\"\n",
             programs::COUNTER
@@ -277,15 +277,38 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     let out = burrow(&manifest, &["build", "made"]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("[1/1] built made") && stderr.contains("ready"),
-        "{stderr}"
-    );
-    // The component was compiled into the data directory's cache.
+    // Each stage names the actor, and a slow one says it still runs.
+    for line in [
+        "[1/1] made: building: sleep 5.5",
+        "[1/1] made: building, 5.0 s",
+        "[1/1] made: built in ",
+        "[1/1] made: checking and compiling 0.",
+        "[1/1] made: compiled in ",
+        "ready: 1 actor(s) in ",
+    ] {
+        assert!(stderr.contains(line), "no `{line}` in:\n{stderr}");
+    }
+    // The component was compiled into the data directory's cache, and the
+    // times recorded beside it.
     let cached = std::fs::read_dir(dir.path().join(".burrow/cache"))
         .unwrap()
         .count();
     assert_eq!(cached, 1);
+    let records: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(".burrow/builds.json")).unwrap())
+            .unwrap();
+    assert!(
+        records["made"]["build_s"].as_f64().unwrap() >= 5.5,
+        "{records}"
+    );
+    assert_eq!(records["made"]["compiled"], true, "{records}");
+    // Built again, it is compiled already.
+    let out = burrow(&manifest, &["build", "made"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[1/1] made: already compiled (compile cache)"),
+        "{stderr}"
+    );
 
     let out = burrow(&manifest, &["build", "broken"]);
     assert_eq!(out.status.code(), Some(1));

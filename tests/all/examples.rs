@@ -1,6 +1,6 @@
-//! The examples of `examples/`, end to end, the JavaScript twins of the
-//! mailer, the payment workflow and the chat room among them (the counters
-//! have their own tests, and the chat room's connections are in `client.rs`).
+//! The examples of `examples/`, end to end, in Rust and for the twins in
+//! Python and JavaScript (the counters have their own tests, and the chat
+//! room's connections are in `client.rs`).
 
 use std::time::Duration;
 
@@ -28,57 +28,88 @@ fn send() -> SendOptions {
     SendOptions::default()
 }
 
-#[tokio::test]
-async fn the_mailer_sends_every_welcome_email_once_across_a_restart() {
-    mailer_sends_each_email_once(&examples()).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn the_javascript_mailer_sends_every_welcome_email_once_across_a_restart() {
-    mailer_sends_each_email_once(&[js_actor("mailer-js", programs::MAILER_JS)]).await;
-}
-
-/// The mailer (the first of `actors`): jobs enqueued one by one and three
-/// at once, a restart, and each email sent once.
-async fn mailer_sends_each_email_once(actors: &[ActorSpec]) {
-    let mailer = actors[0].name.as_str();
+/// The mailer's test body, for the Rust and the Python mailer.
+async fn mailer_sends_every_welcome_email_once_across_a_restart(mailer: ActorSpec) {
+    let name = mailer.name.clone();
+    let actors = [mailer];
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), actors).await;
+    let host = start(dir.path(), &actors).await;
     for email in ["ada@example.com", "alan@example.com", "grace@example.com"] {
-        call(
-            &host,
-            mailer,
-            "main",
-            "enqueue",
-            &json!([email]).to_string(),
-        )
-        .await;
+        call(&host, &name, "main", "enqueue", &json!([email]).to_string()).await;
     }
-    let many = json!([["edsger@example.com", "barbara@example.com"]]).to_string();
-    assert_eq!(call(&host, mailer, "main", "enqueue_many", &many).await, 2);
-    let host = restart(host, actors).await;
-    let sent = eventually(LONG, "five emails", async || {
-        let sent = call(&host, mailer, "main", "sent", "[]").await;
-        (sent.as_array().unwrap().len() == 5).then_some(sent)
+    let host = restart(host, &actors).await;
+    let sent = eventually(LONG, "three emails", async || {
+        let sent = call(&host, &name, "main", "sent", "[]").await;
+        (sent.as_array().unwrap().len() == 3).then_some(sent)
     })
     .await;
     assert_eq!(
         sent,
-        json!([
-            "ada@example.com",
-            "alan@example.com",
-            "grace@example.com",
-            "edsger@example.com",
-            "barbara@example.com"
-        ])
+        json!(["ada@example.com", "alan@example.com", "grace@example.com"])
     );
-    assert_eq!(host.queue(mailer, "main").unwrap().pending_count, 0);
+    assert_eq!(host.queue(&name, "main").unwrap().pending_count, 0);
+    // A sender that waits gets what `process` returned.
+    let wait = SendOptions {
+        wait: Some(LONG),
+        ..send()
+    };
+    let job = json!({"email": "edsger@example.com"}).to_string();
+    let outcome = host
+        .send(&name, "main", "welcome", &job, wait)
+        .await
+        .unwrap();
+    let SendOutcome::Processed { result, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(result, "\"sent to edsger@example.com\"");
+    let many = json!([["a@example.com", "b@example.com"]]).to_string();
+    assert_eq!(call(&host, &name, "main", "enqueue_many", &many).await, 2);
+    eventually(LONG, "six emails", async || {
+        let sent = call(&host, &name, "main", "sent", "[]").await;
+        (sent.as_array().unwrap().len() == 6).then_some(())
+    })
+    .await;
     let e = host
-        .call(mailer, "main", "enqueue", "[42]")
+        .call(&name, "main", "enqueue", "[42]")
         .await
         .unwrap_err();
     assert_eq!(e.code(), "invalid-arguments", "{e}");
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_every_welcome_email_once_across_a_restart(ActorSpec::new(
+        "mailer",
+        programs::MAILER,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_every_welcome_email_once_across_a_restart(python(
+        "mailer-py",
+        programs::MAILER_PY,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_every_welcome_email_once_across_a_restart(js_actor(
+        "mailer-js",
+        programs::MAILER_JS,
+    ))
+    .await;
+}
+
+/// A Python example's spec; panics if it was not built.
+fn python(name: &str, component: Result<&str, &str>) -> ActorSpec {
+    let path = component.unwrap_or_else(|why| panic!("{name} was not built: {why}"));
+    let mut spec = ActorSpec::new(name, path);
+    spec.options.memory_limit = 256 << 20;
+    spec
 }
 
 #[tokio::test]
@@ -192,49 +223,95 @@ async fn workflow_done(
     .await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_declined_payment_goes_to_manual_review() {
-    declined_payment_goes_to_manual_review(&workflow_examples()).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_declined_payment_goes_to_manual_review_in_javascript() {
-    declined_payment_goes_to_manual_review(&[js_actor("payment-js", programs::PAYMENT_JS)]).await;
-}
-
-/// The payment workflow (the first of `actors`): one order paid, one
-/// declined card sent to manual review after its retries.
-async fn declined_payment_goes_to_manual_review(actors: &[ActorSpec]) {
-    let payment = actors[0].name.as_str();
+/// The payment workflow's test body, for the Rust and the Python payment.
+async fn declined_payment_goes_to_manual_review(payment: ActorSpec) {
+    let name = payment.name.clone();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), actors).await;
-    host.create(payment, "ok", &json!({"order": "order-1"}).to_string())
+    let host = start(dir.path(), &[payment]).await;
+    host.create(&name, "ok", &json!({"order": "order-1"}).to_string())
         .await
         .unwrap();
     host.create(
-        payment,
+        &name,
         "declined",
         &json!({"order": "order-2", "declined": true}).to_string(),
     )
     .await
     .unwrap();
-    let paid = workflow_done(&host, payment, "ok").await;
+    let paid = workflow_done(&host, &name, "ok").await;
     assert_eq!(paid.record.output.as_deref(), Some("\"paid\""));
     assert_eq!(
-        call(&host, payment, "ok", "get_state", "[]").await,
+        call(&host, &name, "ok", "get_state", "[]").await,
         json!({"status": "paid", "reason": null, "charge": "charge-order-1"})
     );
-    let review = workflow_done(&host, payment, "declined").await;
+    let review = workflow_done(&host, &name, "declined").await;
     assert_eq!(review.record.output.as_deref(), Some("\"manual-review\""));
     let charge = &review.history[0];
     assert_eq!(
         (charge.attempts, charge.failure_kind.as_deref()),
         (4, Some("exhausted"))
     );
-    let state = call(&host, payment, "declined", "get_state", "[]").await;
+    let state = call(&host, &name, "declined", "get_state", "[]").await;
     assert_eq!(state["status"], "manual-review");
     assert_eq!(state["reason"], "the card for order-2 was declined");
     host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_payment_goes_to_manual_review() {
+    declined_payment_goes_to_manual_review(ActorSpec::new("payment", programs::PAYMENT)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_python_payment_goes_to_manual_review() {
+    declined_payment_goes_to_manual_review(python("payment-py", programs::PAYMENT_PY)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_javascript_payment_goes_to_manual_review() {
+    declined_payment_goes_to_manual_review(js_actor("payment-js", programs::PAYMENT_JS)).await;
+}
+
+/// The stepper's test body: counts to N, each step once, then after a
+/// durable sleep once more.
+async fn stepper_counts_to_n(stepper: ActorSpec) {
+    let name = stepper.name.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[stepper]).await;
+    let plan = json!({"steps": 40, "then_sleep_ms": 100}).to_string();
+    host.create(&name, "k", &plan).await.unwrap();
+    let view = workflow_done(&host, &name, "k").await;
+    assert_eq!(
+        view.record.output.as_deref(),
+        Some("41"),
+        "{:?}",
+        view.record
+    );
+    assert_eq!(call(&host, &name, "k", "count", "[]").await, 41);
+    // An input that does not fit the plan fails the workflow, naming it.
+    host.create(&name, "bad", r#"{"steps": "many"}"#)
+        .await
+        .unwrap();
+    let view = workflow_done(&host, &name, "bad").await;
+    let error = view.record.error.unwrap_or_default();
+    assert!(error.contains("invalid-input"), "{error}");
+    assert_eq!(view.record.status.as_str(), "failed");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stepper_counts_to_n() {
+    stepper_counts_to_n(ActorSpec::new("stepper", programs::STEPPER)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_stepper_counts_to_n() {
+    stepper_counts_to_n(python("stepper-py", programs::STEPPER_PY)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_stepper_counts_to_n() {
+    stepper_counts_to_n(js_actor("stepper-js", programs::STEPPER_JS)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -392,26 +469,16 @@ async fn accounts_transfer_by_calling_each_other() {
     assert_eq!(call(&host, "account", "bob", "balance", "[]").await, 30);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
-    chat_room_keeps_its_history(crate::support::chat_room()).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn the_javascript_chat_room_keeps_its_history_and_refuses_bad_posts() {
-    chat_room_keeps_its_history(js_actor("chat-room-js", programs::CHAT_ROOM_JS)).await;
-}
-
-async fn chat_room_keeps_its_history(spec: ActorSpec) {
-    let room = spec.name.clone();
-    let room = room.as_str();
+/// The chat room's test body, for the Rust and the Python room.
+async fn chat_room_keeps_its_history_and_refuses_bad_posts(room: ActorSpec) {
+    let name = room.name.clone();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &[spec]).await;
+    let host = start(dir.path(), &[room]).await;
     for i in 0..105 {
         let args = json!(["ada", format!("message {i}")]).to_string();
-        assert_eq!(call(&host, room, "lobby", "post", &args).await, i + 1);
+        assert_eq!(call(&host, &name, "lobby", "post", &args).await, i + 1);
     }
-    let history = call(&host, room, "lobby", "history", "[3]").await;
+    let history = call(&host, &name, "lobby", "history", "[3]").await;
     let texts: Vec<&str> = history
         .as_array()
         .unwrap()
@@ -419,7 +486,7 @@ async fn chat_room_keeps_its_history(spec: ActorSpec) {
         .map(|m| m["text"].as_str().unwrap())
         .collect();
     assert_eq!(texts, ["message 102", "message 103", "message 104"]);
-    let history = call(&host, room, "lobby", "history", "[1000]").await;
+    let history = call(&host, &name, "lobby", "history", "[1000]").await;
     assert_eq!(history.as_array().unwrap().len(), 100);
     for (args, code) in [
         (r#"["ada", ""]"#, "empty-message"),
@@ -428,8 +495,74 @@ async fn chat_room_keeps_its_history(spec: ActorSpec) {
             "message-too-long",
         ),
     ] {
-        let e = host.call(room, "lobby", "post", args).await.unwrap_err();
+        let e = host.call(&name, "lobby", "post", args).await.unwrap_err();
         assert!(e.to_string().contains(code), "{e}");
     }
-    assert_eq!(call(&host, room, "lobby", "members", "[]").await, json!([]));
+    assert_eq!(
+        call(&host, &name, "lobby", "members", "[]").await,
+        json!([])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history_and_refuses_bad_posts(crate::support::chat_room()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history_and_refuses_bad_posts(python(
+        "chat-room-py",
+        programs::CHAT_ROOM_PY,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history_and_refuses_bad_posts(js_actor(
+        "chat-room-js",
+        programs::CHAT_ROOM_JS,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_chat_room_tells_connected_clients() {
+    use crate::client::expect_event;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = python("chat-room-py", programs::CHAT_ROOM_PY);
+    let server = crate::support::Server::start(start(dir.path(), &[spec]).await).await;
+    let room = server.client().actor("chat-room-py", "lobby");
+    let e = room.subscribe(None).await.unwrap_err();
+    assert_eq!(e.code, "connection-refused", "{e}");
+    assert!(e.message.contains("name-required"), "{e}");
+    let mut ada = room.subscribe(Some(&json!({"name": "ada"}))).await.unwrap();
+    assert_eq!(
+        expect_event(&mut ada, "joined").await,
+        json!({"name": "ada"})
+    );
+    let mut bob = room.subscribe(Some(&json!({"name": "bob"}))).await.unwrap();
+    assert_eq!(
+        expect_event(&mut bob, "joined").await,
+        json!({"name": "bob"})
+    );
+    assert_eq!(
+        expect_event(&mut ada, "joined").await,
+        json!({"name": "bob"})
+    );
+    let members: Vec<String> = room.call("members", &()).await.unwrap();
+    assert_eq!(members, ["ada", "bob"]);
+    let id: i64 = room.call("post", &("ada", "hello")).await.unwrap();
+    for subscription in [&mut ada, &mut bob] {
+        let message = expect_event(subscription, "message").await;
+        assert_eq!(
+            (message["id"].as_i64(), &message["text"]),
+            (Some(id), &json!("hello"))
+        );
+        assert!(message["at"].as_i64().unwrap() > 0, "{message}");
+    }
+    drop(bob);
+    assert_eq!(expect_event(&mut ada, "left").await, json!({"name": "bob"}));
+    server.stop().await;
 }

@@ -10,6 +10,7 @@ mod calls;
 mod cli;
 mod client;
 mod concurrency;
+mod conformance;
 mod connections;
 mod counter;
 mod destroy;

@@ -29,6 +29,48 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("CHAT_ROOM", "chat-room", "chat_room"),
     ("REMINDER", "reminder", "reminder"),
     ("ACCOUNT", "account", "account"),
+    ("CONFORMANCE_RUST", "conformance", "conformance"),
+    (
+        "CONFORMANCE_FLOW_RUST",
+        "conformance-flow",
+        "conformance_flow",
+    ),
+];
+
+/// Python guests: (constant, the actor's module, component file name). Each
+/// is built with the SDK in `guest-sdk-py` (`python3 -m burrow.build`).
+const PYTHON_GUESTS: &[(&str, &str, &str)] = &[
+    (
+        "COUNTER_PY",
+        "examples/counter-py/app.py",
+        "counter-py.wasm",
+    ),
+    ("MAILER_PY", "examples/mailer-py/app.py", "mailer-py.wasm"),
+    (
+        "PAYMENT_PY",
+        "examples/payment-py/app.py",
+        "payment-py.wasm",
+    ),
+    (
+        "CHAT_ROOM_PY",
+        "examples/chat-room-py/app.py",
+        "chat-room-py.wasm",
+    ),
+    (
+        "STEPPER_PY",
+        "examples/stepper-py/app.py",
+        "stepper-py.wasm",
+    ),
+    (
+        "CONFORMANCE_PY",
+        "tests/conformance/py/conformance/app.py",
+        "conformance-py.wasm",
+    ),
+    (
+        "CONFORMANCE_FLOW_PY",
+        "tests/conformance/py/conformance-flow/app.py",
+        "conformance-flow-py.wasm",
+    ),
 ];
 
 fn main() {
@@ -48,7 +90,13 @@ fn main() {
         "guest-sdk",
         "tests/programs",
         "examples/counter",
+        "guest-sdk-py/burrow",
+        "tests/conformance",
         "examples/counter-py",
+        "examples/mailer-py",
+        "examples/payment-py",
+        "examples/chat-room-py",
+        "examples/stepper-py",
         "examples/mailer",
         "examples/router",
         "examples/coder",
@@ -113,37 +161,105 @@ fn main() {
         ));
     }
 
-    let counter_py = target_dir.join("counter-py.wasm");
-    let python = build_python(&root, &counter_py);
-    constants.push_str(&format!(
-        "pub const COUNTER_PY: Result<&str, &str> = {};\n",
-        match python {
-            Ok(()) => format!("Ok({:?})", counter_py.display().to_string()),
-            Err(why) => format!("Err({why:?})"),
-        }
-    ));
+    for (name, result) in build_python(&root, &target_dir) {
+        constants.push_str(&format!(
+            "pub const {name}: Result<&str, &str> = {};
+",
+            match result {
+                Ok(path) => format!("Ok({:?})", path.display().to_string()),
+                Err(why) => format!("Err({why:?})"),
+            }
+        ));
+    }
     constants.push_str(&js::build(&root, &target_dir));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs.rs");
     std::fs::write(out, constants).unwrap();
 }
 
-/// Builds the Python counter with componentize-py, if it is installed.
-fn build_python(root: &Path, out: &Path) -> Result<(), String> {
-    let script = root.join("examples/counter-py/build.sh");
-    if !script.exists() {
-        return Err("examples/counter-py/build.sh is missing".into());
-    }
-    let status = Command::new("bash").arg(&script).arg(out).status();
-    match status {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => {
-            println!(
-                "cargo:warning=building examples/counter-py failed ({s}); run scripts/setup.sh"
-            );
-            Err(format!(
-                "building examples/counter-py failed ({s}); install componentize-py with scripts/setup.sh"
-            ))
+/// Builds the Python guests with componentize-py (if it is installed), two
+/// at a time. A component whose inputs (its directory, the SDK, the WIT)
+/// have not changed since its last build is kept.
+fn build_python(root: &Path, target_dir: &Path) -> Vec<(&'static str, Result<PathBuf, String>)> {
+    let sdk = root.join("guest-sdk-py");
+    let mut results = Vec::new();
+    for pair in PYTHON_GUESTS.chunks(2) {
+        let running: Vec<_> = pair
+            .iter()
+            .map(|(name, module, file)| {
+                let out = target_dir.join(file);
+                let source = root.join(module);
+                let inputs = [
+                    source.parent().unwrap().to_path_buf(),
+                    sdk.join("burrow"),
+                    root.join("wit"),
+                ];
+                let stamp = out.with_extension("wasm.inputs");
+                let digest = digest_of(&inputs);
+                if out.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&digest)
+                {
+                    return (*name, out, stamp, digest, None);
+                }
+                let child = Command::new("python3")
+                    .args(["-m", "burrow.build", "--quiet"])
+                    .arg(&source)
+                    .arg("-o")
+                    .arg(&out)
+                    .env("PYTHONPATH", &sdk)
+                    .spawn();
+                (*name, out, stamp, digest, Some(child))
+            })
+            .collect();
+        for (name, out, stamp, digest, child) in running {
+            let result = match child {
+                None => Ok(out),
+                Some(Ok(mut child)) => match child.wait() {
+                    Ok(status) if status.success() => {
+                        std::fs::write(&stamp, &digest).unwrap();
+                        Ok(out)
+                    }
+                    Ok(status) => {
+                        println!(
+                            "cargo:warning=building {name} failed ({status}); run scripts/setup.sh"
+                        );
+                        Err(format!(
+                            "building {name} with componentize-py failed ({status}); \
+                             install it with scripts/setup.sh"
+                        ))
+                    }
+                    Err(e) => Err(format!("waiting for the build of {name}: {e}")),
+                },
+                Some(Err(e)) => Err(format!("cannot run python3 to build {name}: {e}")),
+            };
+            results.push((name, result));
         }
-        Err(e) => Err(format!("cannot run {}: {e}", script.display())),
     }
+    results
+}
+
+/// A digest of every file under `paths` (names and contents), to tell
+/// whether a Python component must be built again.
+fn digest_of(paths: &[PathBuf]) -> String {
+    use std::hash::{Hash, Hasher};
+    fn walk(path: &Path, files: &mut Vec<PathBuf>) {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                if entry.file_name() != "__pycache__" {
+                    walk(&entry.path(), files);
+                }
+            }
+        } else if path.is_file() {
+            files.push(path.to_path_buf());
+        }
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        walk(path, &mut files);
+    }
+    files.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for file in files {
+        file.hash(&mut hasher);
+        std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+    }
+    format!("{:016x}", hasher.finish())
 }

@@ -22,6 +22,7 @@
 //!
 //! W1 to W3 use the `counter` actor of the manifest.
 
+pub mod builds;
 mod disk;
 mod floor;
 pub mod load;

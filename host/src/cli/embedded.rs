@@ -1,13 +1,12 @@
 //! The host embedded in this process: its configuration from the manifest
-//! and the flags, and the commands that always run on it (`serve`,
-//! `build`). Only one process may hold a data directory: a command run on
-//! an embedded host fails while a server runs on the same directory.
+//! and the flags, and `serve`, which always runs on it. Only one process
+//! may hold a data directory: a command run on an embedded host fails while
+//! a server runs on the same directory.
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 use super::HostArgs;
 use crate::config::HostConfig;
@@ -62,70 +61,5 @@ pub(super) async fn serve(manifest_path: &Path, listen: SocketAddr, args: &HostA
         tracing::info!("shutting down");
     };
     crate::http::serve(host, listen, stop).await?;
-    Ok(())
-}
-
-/// Runs the build command of each selected actor, with progress on stderr,
-/// then compiles and checks the components (into the compile cache, so the
-/// next `serve` starts at once).
-pub(super) async fn build(manifest_path: &Path, only: &[String], host: &HostArgs) -> Result<()> {
-    let manifest = load_manifest(manifest_path)?;
-    for name in only {
-        if !manifest.actors.contains_key(name) {
-            bail!(
-                "unknown actor `{name}`: it is not defined in {}",
-                manifest_path.display()
-            );
-        }
-    }
-    let selected: Vec<_> = manifest
-        .actors
-        .values()
-        .filter(|a| only.is_empty() || only.contains(&a.name))
-        .collect();
-    let total = selected.len();
-    for (i, actor) in selected.iter().enumerate() {
-        let Some(command) = &actor.build else {
-            eprintln!(
-                "[{}/{total}] {}: no build command; using {}",
-                i + 1,
-                actor.name,
-                actor.component.display()
-            );
-            continue;
-        };
-        eprintln!("[{}/{total}] building {}: {command}", i + 1, actor.name);
-        let started = Instant::now();
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(&manifest.dir)
-            .status()
-            .with_context(|| format!("cannot run the build command of `{}`", actor.name))?;
-        if !status.success() {
-            bail!(
-                "the build command of `{}` failed ({status}): {command}",
-                actor.name
-            );
-        }
-        if !actor.component.exists() {
-            bail!(
-                "the build command of `{}` succeeded but {} does not exist; check `component` in the manifest",
-                actor.name,
-                actor.component.display()
-            );
-        }
-        eprintln!(
-            "[{}/{total}] built {} in {:.1}s -> {}",
-            i + 1,
-            actor.name,
-            started.elapsed().as_secs_f64(),
-            actor.component.display()
-        );
-    }
-    let specs: Vec<_> = selected.into_iter().cloned().collect();
-    eprintln!("checking and compiling {} component(s)", specs.len());
-    crate::host::check_actors(&host_config(&manifest, host), &specs).await?;
-    eprintln!("ready");
     Ok(())
 }

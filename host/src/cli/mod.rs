@@ -12,6 +12,7 @@
 //! it can run (`target.rs`): a server, or a host embedded in this process.
 
 mod args;
+mod build;
 mod embedded;
 mod output;
 mod target;
@@ -37,7 +38,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
     let manifest = &cli.manifest;
     match cli.command {
         Command::Build { actors, host } => {
-            embedded::build(manifest, &actors, &host).await?;
+            build::build(manifest, &actors, &host).await?;
             Ok(None)
         }
         Command::Serve { listen, host } => {

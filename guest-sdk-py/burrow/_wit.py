@@ -1,0 +1,45 @@
+"""The componentize-py bindings of `wit/actor.wit` (world `full-actor`).
+
+componentize-py generates the `wit_world` package while it builds a
+component, so the bindings exist only inside one. Outside (unit tests of
+the pure logic, the build helper) `AVAILABLE` is False and calling into the
+host raises RuntimeError.
+"""
+
+try:
+    from componentize_py_types import Err
+    from wit_world.exports import processor, workflow_runner
+    from wit_world.imports import actors, db, events, log, queue, schedule, state, types, workflow
+
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - outside a component
+    AVAILABLE = False
+
+    class Err(Exception):
+        """Stands in for componentize-py's `Err` outside a component."""
+
+        def __init__(self, value):
+            super().__init__(value)
+            self.value = value
+
+    class _Missing:
+        def __init__(self, name):
+            self._name = name
+
+        def __getattr__(self, attr):
+            raise RuntimeError(
+                f"burrow: `{self._name}.{attr}` needs the host; it works only inside a "
+                "component built with componentize-py (see guest-sdk-py/README.md)"
+            )
+
+    actors = _Missing("actors")
+    db = _Missing("db")
+    events = _Missing("events")
+    log = _Missing("log")
+    queue = _Missing("queue")
+    schedule = _Missing("schedule")
+    state = _Missing("state")
+    types = _Missing("types")
+    workflow = _Missing("workflow")
+    processor = _Missing("processor")
+    workflow_runner = _Missing("workflow_runner")

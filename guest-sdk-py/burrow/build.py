@@ -1,0 +1,115 @@
+"""Builds a Python actor into a WebAssembly component.
+
+    python -m burrow.build path/to/app.py -o actor.wasm
+    python -m burrow.build path/to/dir --module app -o actor.wasm
+
+The actor's module (`app.py` by default) declares the actor with
+`burrow.actor(...)` or `@burrow.action`. The helper writes a small entry
+module that imports it and the SDK's exports, and runs componentize-py
+(0.25.1) for the world `burrow:actor/full-actor` of the WIT file shipped
+with this package. The SDK is copied next to the entry module, so the
+component gets this very version of it whether it is installed with pip or
+used from a source tree. Other modules of the actor's directory are
+importable too.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+COMPONENTIZE_PY_VERSION = "0.25.1"
+ENTRY = "burrow_entry"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _componentize_py():
+    exe = shutil.which("componentize-py")
+    if exe is None:
+        sys.exit(
+            "burrow.build: componentize-py is not installed; "
+            f"pip install componentize-py=={COMPONENTIZE_PY_VERSION}"
+        )
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    version = (out.stdout.split() or ["", "?"])[-1]
+    if version != COMPONENTIZE_PY_VERSION:
+        sys.exit(
+            f"burrow.build: componentize-py {version} is installed, and this SDK needs "
+            f"{COMPONENTIZE_PY_VERSION}: pip install componentize-py=={COMPONENTIZE_PY_VERSION}"
+        )
+    return exe
+
+
+def _target(path, module):
+    path = os.path.abspath(path)
+    if path.endswith(".py"):
+        if not os.path.isfile(path):
+            sys.exit(f"burrow.build: {path} does not exist")
+        return os.path.dirname(path), os.path.basename(path)[:-3]
+    if not os.path.isfile(os.path.join(path, module + ".py")) and not os.path.isdir(os.path.join(path, module)):
+        sys.exit(f"burrow.build: there is no module `{module}` in {path}")
+    return path, module
+
+
+def build(source, output, module="app", wit=None, quiet=False):
+    """Builds the actor in `source` (a directory or a `.py` file) into
+    `output`; returns the seconds it took."""
+    begun = time.monotonic()
+    directory, module = _target(source, module)
+    if module == ENTRY or module == "burrow":
+        sys.exit(f"burrow.build: the actor's module may not be named `{module}`")
+    exe = _componentize_py()
+    wit = os.path.abspath(wit or os.path.join(HERE, "wit"))
+    output = os.path.abspath(output)
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="burrow-build-") as tmp:
+        shutil.copytree(HERE, os.path.join(tmp, "burrow"), ignore=shutil.ignore_patterns("__pycache__", "wit"))
+        with open(os.path.join(tmp, ENTRY + ".py"), "w") as f:
+            f.write(
+                "# The component's entry, written by burrow.build: the actor's module\n"
+                "# declares the actor; the SDK's classes are the exports.\n"
+                f"import {module}  # noqa: F401\n"
+                "from burrow.exports import Connections, Guest, Processor, WorkflowRunner  # noqa: F401\n"
+            )
+        command = [
+            exe,
+            "--wit-path", wit,
+            "--world", "full-actor",
+            "componentize",
+            "--python-path", tmp,
+            "--python-path", directory,
+            "--output", output,
+            ENTRY,
+        ]
+        if not quiet:
+            print(f"burrow.build: {module} in {directory} -> {output}", file=sys.stderr, flush=True)
+        # componentize-py's own stdout is one line of success; its errors go
+        # to stderr, and its stdout is shown when it fails.
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(done.stdout)
+            sys.exit(f"burrow.build: componentize-py failed ({done.returncode}) for {directory}/{module}")
+    took = time.monotonic() - begun
+    if not quiet:
+        size = os.path.getsize(output) / 1e6
+        print(f"burrow.build: built {output} ({size:.1f} MB) in {took:.1f} s", file=sys.stderr, flush=True)
+    return took
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m burrow.build", description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", help="the actor's directory, or its module's .py file")
+    parser.add_argument("-o", "--output", required=True, help="the component to write")
+    parser.add_argument("-m", "--module", default="app", help="the actor's module in the directory (default: app)")
+    parser.add_argument("--wit", help="the WIT directory (default: the one shipped with the SDK)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    args = parser.parse_args(argv)
+    build(args.source, args.output, args.module, args.wit, args.quiet)
+
+
+if __name__ == "__main__":
+    main()
