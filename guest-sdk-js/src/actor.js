@@ -1,7 +1,7 @@
 // `actor()`: an actor's hooks, queue, workflow, connection hooks and
 // actions, turned into the exports of the WIT world `full-actor`.
 
-import { Failure, asFailure, messageOf, toWitFailure } from './errors.js';
+import { Failure, messageOf, toWitFailure } from './errors.js';
 import { parse, stringify } from './json.js';
 import { eventFrom, witPolicy } from './queue.js';
 import { TypeMismatch, check, validateType } from './types.js';
@@ -224,4 +224,3 @@ export function exportsOf(value) {
   return actor(value);
 }
 
-export { asFailure };
