@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, the integration tests in
-# tests/all (guest test programs, the Python examples and the conformance
-# actors are built into components first, by tests/artifacts/build.rs; the
-# cluster tests run against a private PostgreSQL started here and stopped
-# afterwards), the guest SDK's doc tests, and the Python SDK's unit tests.
+# tests/all (guest test programs, the Python and JavaScript actors and the
+# conformance actors are built into components first, by
+# tests/artifacts/build.rs; the cluster tests run against a private
+# PostgreSQL started here and stopped afterwards), the guest SDK's doc
+# tests, and the unit tests of the Python SDK and of the JavaScript SDK
+# (under Node, against a fake host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +17,4 @@ trap 'bash scripts/postgres.sh stop "$postgres_dir"; rm -rf "$postgres_dir"' EXI
 BURROW_TEST_POSTGRES=$(bash scripts/postgres.sh start "$postgres_dir")
 export BURROW_TEST_POSTGRES
 cargo test --workspace
+npm test --prefix guest-sdk-js

@@ -286,10 +286,22 @@ pub async fn expect_event(subscription: &mut Subscription, name: &str) -> Value 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn subscribers_get_the_events_of_committed_calls() {
+    room_events_follow_commits(chat_room()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subscribers_get_the_events_of_committed_calls_in_javascript() {
+    room_events_follow_commits(js_actor("chat-room-js", programs::CHAT_ROOM_JS)).await;
+}
+
+/// The chat room's connect and disconnect hooks and its broadcasts, seen
+/// by two subscribers.
+async fn room_events_follow_commits(spec: burrow::manifest::ActorSpec) {
+    let name = spec.name.clone();
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(start(dir.path(), &[chat_room()]).await).await;
+    let server = Server::start(start(dir.path(), &[spec]).await).await;
     let client = server.client();
-    let room = client.actor("chat-room", "lobby");
+    let room = client.actor(&name, "lobby");
 
     let mut ada = room
         .subscribe(Some(&json!({ "name": "ada" })))

@@ -1,4 +1,4 @@
-//! The counter, in Rust and in Python: increments, and the count survives
+//! The counter, in Rust, Python and JavaScript: increments, and the count survives
 //! a restart of the host.
 
 use burrow::manifest::ActorSpec;
@@ -58,4 +58,9 @@ async fn rust_counter() {
 #[tokio::test(flavor = "multi_thread")]
 async fn python_counter() {
     increments_and_survives_a_restart(counter_py()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_counter() {
+    increments_and_survives_a_restart(counter_js()).await;
 }

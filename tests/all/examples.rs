@@ -1,5 +1,6 @@
-//! The examples of `examples/`, end to end (the counters have their own
-//! tests, and the chat room's connections are in `client.rs`).
+//! The examples of `examples/`, end to end, in Rust and for the twins in
+//! Python and JavaScript (the counters have their own tests, and the chat
+//! room's connections are in `client.rs`).
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use burrow::manifest::ActorSpec;
 use burrow::{SendOptions, SendOutcome};
 use serde_json::{Value, json};
 
-use crate::support::{call, eventually, programs, restart, start};
+use crate::support::{call, eventually, js_actor, programs, restart, start};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -90,6 +91,15 @@ async fn the_python_mailer_sends_every_welcome_email_once_across_a_restart() {
     mailer_sends_every_welcome_email_once_across_a_restart(python(
         "mailer-py",
         programs::MAILER_PY,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_mailer_sends_every_welcome_email_once_across_a_restart() {
+    mailer_sends_every_welcome_email_once_across_a_restart(js_actor(
+        "mailer-js",
+        programs::MAILER_JS,
     ))
     .await;
 }
@@ -257,6 +267,11 @@ async fn a_declined_python_payment_goes_to_manual_review() {
     declined_payment_goes_to_manual_review(python("payment-py", programs::PAYMENT_PY)).await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_javascript_payment_goes_to_manual_review() {
+    declined_payment_goes_to_manual_review(js_actor("payment-js", programs::PAYMENT_JS)).await;
+}
+
 /// The stepper's test body: counts to N, each step once, then after a
 /// durable sleep once more.
 async fn stepper_counts_to_n(stepper: ActorSpec) {
@@ -292,6 +307,11 @@ async fn the_stepper_counts_to_n() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_python_stepper_counts_to_n() {
     stepper_counts_to_n(python("stepper-py", programs::STEPPER_PY)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_stepper_counts_to_n() {
+    stepper_counts_to_n(js_actor("stepper-js", programs::STEPPER_JS)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -494,6 +514,15 @@ async fn the_python_chat_room_keeps_its_history_and_refuses_bad_posts() {
     chat_room_keeps_its_history_and_refuses_bad_posts(python(
         "chat-room-py",
         programs::CHAT_ROOM_PY,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_javascript_chat_room_keeps_its_history_and_refuses_bad_posts() {
+    chat_room_keeps_its_history_and_refuses_bad_posts(js_actor(
+        "chat-room-js",
+        programs::CHAT_ROOM_JS,
     ))
     .await;
 }

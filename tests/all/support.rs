@@ -35,6 +35,20 @@ pub fn counter_py() -> ActorSpec {
     spec
 }
 
+/// A JavaScript component built by `guest-sdk-js/build.mjs`, with the
+/// memory its engine needs.
+pub fn js_actor(name: &str, built: Result<&str, &str>) -> ActorSpec {
+    let path =
+        built.unwrap_or_else(|why| panic!("the JavaScript actor {name} was not built: {why}"));
+    let mut spec = ActorSpec::new(name, path);
+    spec.options.memory_limit = 256 << 20;
+    spec
+}
+
+pub fn counter_js() -> ActorSpec {
+    js_actor("counter-js", programs::COUNTER_JS)
+}
+
 pub fn probe() -> ActorSpec {
     ActorSpec::new("probe", programs::PROBE)
 }

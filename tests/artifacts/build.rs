@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod js;
+
 /// Rust guests: (constant, package, file stem).
 const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("COUNTER", "counter", "counter"),
@@ -71,20 +73,6 @@ const PYTHON_GUESTS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// JavaScript guests: (constant, why they are missing). The conformance
-/// suite fails for a language whose components are missing; building them
-/// belongs here.
-const JAVASCRIPT_GUESTS: &[(&str, &str)] = &[
-    (
-        "CONFORMANCE_JS",
-        "no build of the JavaScript conformance actor in tests/artifacts/build.rs",
-    ),
-    (
-        "CONFORMANCE_FLOW_JS",
-        "no build of the JavaScript conformance actor in tests/artifacts/build.rs",
-    ),
-];
-
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest_dir
@@ -120,7 +108,10 @@ fn main() {
         "examples/chat-room",
         "examples/reminder",
         "examples/account",
-    ] {
+    ]
+    .iter()
+    .chain(js::WATCHED)
+    {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
@@ -172,18 +163,15 @@ fn main() {
 
     for (name, result) in build_python(&root, &target_dir) {
         constants.push_str(&format!(
-            "pub const {name}: Result<&str, &str> = {};\n",
+            "pub const {name}: Result<&str, &str> = {};
+",
             match result {
                 Ok(path) => format!("Ok({:?})", path.display().to_string()),
                 Err(why) => format!("Err({why:?})"),
             }
         ));
     }
-    for (name, why) in JAVASCRIPT_GUESTS {
-        constants.push_str(&format!(
-            "pub const {name}: Result<&str, &str> = Err({why:?});\n"
-        ));
-    }
+    constants.push_str(&js::build(&root, &target_dir));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs.rs");
     std::fs::write(out, constants).unwrap();
 }

@@ -6,7 +6,11 @@
 //! step's output). These wrappers of wasmtime-wasi's clocks and random
 //! interfaces trap, naming the call, when orchestration code calls them;
 //! everywhere else (actions, hooks, steps) they pass through.
-//! `insecure-seed` stays allowed: Rust's `HashMap` asks for it once.
+//! `insecure-seed` stays allowed: Rust's `HashMap` asks for it once. So does
+//! the monotonic clock's `now`: it has no date, only an arbitrary origin,
+//! and language runtimes read it for their own bookkeeping (SpiderMonkey,
+//! in JavaScript components, stamps every promise it makes with it, and
+//! every export of a componentize-js component is an async function).
 
 use wasmtime::component::{HasData, Linker, Resource};
 use wasmtime_wasi::WasiView;
@@ -71,7 +75,6 @@ impl wall_clock::Host for Clocks<'_> {
 
 impl monotonic_clock::Host for Clocks<'_> {
     fn now(&mut self) -> wasmtime::Result<monotonic_clock::Instant> {
-        refuse(self.mode, "wasi:clocks/monotonic-clock.now")?;
         monotonic_clock::Host::now(&mut self.inner)
     }
 

@@ -1,0 +1,3 @@
+import { handler } from './host.mjs';
+
+export const log = handler('log', 'log');

@@ -1,0 +1,3 @@
+import { handler } from './host.mjs';
+
+export const append = handler('queue', 'append');
