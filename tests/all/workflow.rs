@@ -277,6 +277,22 @@ async fn orchestration_code_may_not_read_the_clock() {
     host.shutdown().await;
 }
 
+/// Language runtimes read the monotonic clock for their own bookkeeping
+/// (SpiderMonkey at every promise): orchestration code may read it, and it
+/// stands still there, so a replay sees what the first run saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_monotonic_clock_stands_still_in_orchestration_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[workflow_probe()]).await;
+    create(&host, "k", json!({"monotonic_in_orchestration": true})).await;
+    let view = finished(&host, "k").await;
+    assert_eq!(view.record.status, WorkflowStatus::Completed, "{view:?}");
+    let output: Value = serde_json::from_str(view.record.output.as_deref().unwrap()).unwrap();
+    assert!(output["step_ms"].as_u64().unwrap() >= 20, "{output}");
+    assert_eq!(output["orchestration_ms"], 0, "{output}");
+    host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_outputs_fail_the_step_and_the_workflow() {
     let dir = tempfile::tempdir().unwrap();

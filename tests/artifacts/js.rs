@@ -49,6 +49,9 @@ pub const WATCHED: &[&str] = &[
     "guest-sdk-js/src",
     "guest-sdk-js/build.mjs",
     "guest-sdk-js/package-lock.json",
+    // Written by scripts/setup.sh once the packages are installed: a build
+    // that found them missing runs again after it.
+    "guest-sdk-js/node_modules/.burrow-installed",
     "examples/counter-js",
     "examples/mailer-js",
     "examples/payment-js",

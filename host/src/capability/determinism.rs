@@ -6,11 +6,14 @@
 //! step's output). These wrappers of wasmtime-wasi's clocks and random
 //! interfaces trap, naming the call, when orchestration code calls them;
 //! everywhere else (actions, hooks, steps) they pass through.
-//! `insecure-seed` stays allowed: Rust's `HashMap` asks for it once. So does
-//! the monotonic clock's `now`: it has no date, only an arbitrary origin,
-//! and language runtimes read it for their own bookkeeping (SpiderMonkey,
-//! in JavaScript components, stamps every promise it makes with it, and
-//! every export of a componentize-js component is an async function).
+//! `insecure-seed` stays allowed: Rust's `HashMap` asks for it once. The
+//! monotonic clock's `now` is answered, but it stands still: orchestration
+//! code reads [`ORCHESTRATION_INSTANT`] every time, in every run, so no
+//! path it takes can depend on it. Language runtimes read that clock for
+//! their own bookkeeping (SpiderMonkey, in JavaScript components, stamps
+//! every promise it makes with it, and every export of a componentize-js
+//! component is an async function); refusing it made every JavaScript
+//! workflow fail at its first instruction.
 
 use wasmtime::component::{HasData, Linker, Resource};
 use wasmtime_wasi::WasiView;
@@ -73,8 +76,14 @@ impl wall_clock::Host for Clocks<'_> {
     }
 }
 
+/// What the monotonic clock reads in orchestration code, always.
+pub(crate) const ORCHESTRATION_INSTANT: monotonic_clock::Instant = 0;
+
 impl monotonic_clock::Host for Clocks<'_> {
     fn now(&mut self) -> wasmtime::Result<monotonic_clock::Instant> {
+        if self.mode == Mode::Orchestration {
+            return Ok(ORCHESTRATION_INSTANT);
+        }
         monotonic_clock::Host::now(&mut self.inner)
     }
 

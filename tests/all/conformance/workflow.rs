@@ -77,6 +77,7 @@ async fn every_side_effect_outside_a_step_is_not_in_step() {
                 );
                 assert!(
                     host.keys(&flow(language))
+                        .await
                         .unwrap()
                         .iter()
                         .all(|k| k != "other")

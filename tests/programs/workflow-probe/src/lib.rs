@@ -38,6 +38,9 @@ struct Config {
     spin_orchestration: bool,
     /// Orchestration code that reads the clock (inside a step is fine).
     clock_in_orchestration: bool,
+    /// Orchestration code that reads the monotonic clock around a step
+    /// that takes 20 ms.
+    monotonic_in_orchestration: bool,
     /// A `try_block` around two steps, the second failing for good.
     try_block: bool,
     /// A loop of this many iterations, each one step.
@@ -162,6 +165,17 @@ fn run(ctx: &mut Ctx, config: Option<Config>) -> workflow::Result<Json> {
         })?;
         output.insert("clock_in_step".into(), json!(inside > 0));
         let _ = std::hint::black_box(std::time::SystemTime::now());
+    }
+    if config.monotonic_in_orchestration {
+        let before = std::time::Instant::now();
+        let inside = ctx.step("timed", || {
+            let begun = std::time::Instant::now();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Ok(begun.elapsed().as_millis() as u64)
+        })?;
+        let outside = before.elapsed().as_millis() as u64;
+        output.insert("step_ms".into(), json!(inside));
+        output.insert("orchestration_ms".into(), json!(outside));
     }
     if config.spin_orchestration {
         loop {
