@@ -176,6 +176,41 @@ impl Client {
         decode(Some(status), &text, "the cluster's status")
     }
 
+    /// Replaces `actor`'s component on the server with `component` (the
+    /// bytes of a `.wasm` component); with `check`, only if no running
+    /// workflow would diverge. Returns what the server did:
+    /// `{"actor", "version", "digest", "previous_digest", "checked"}`.
+    pub async fn deploy(
+        &self,
+        actor: &str,
+        component: Vec<u8>,
+        check: bool,
+    ) -> Result<Value, ClientError> {
+        let url = format!(
+            "{}/actors/{}/component?check={check}",
+            self.base,
+            encode_segment(actor)
+        );
+        let request = self
+            .http
+            .put(url)
+            .header("content-type", "application/wasm")
+            .body(component);
+        let (status, text) = self.request(request).await?;
+        decode(Some(status), &text, "the deploy's answer")
+    }
+
+    /// Puts back the component `actor` ran before its last deploy.
+    pub async fn deploy_previous(&self, actor: &str, check: bool) -> Result<Value, ClientError> {
+        let url = format!(
+            "{}/actors/{}/component/previous?check={check}",
+            self.base,
+            encode_segment(actor)
+        );
+        let (status, text) = self.request(self.http.post(url)).await?;
+        decode(Some(status), &text, "the deploy's answer")
+    }
+
     fn instance_url(&self, actor: &str, key: &str) -> String {
         format!(
             "{}/actors/{}/{}",

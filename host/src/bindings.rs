@@ -77,6 +77,11 @@ impl<T: Send + 'static> ExportsPre<T> {
         self.processor.is_some()
     }
 
+    /// Whether the component exports `burrow:actor/workflow-runner`.
+    pub(crate) fn has_runner(&self) -> bool {
+        self.runner.is_some()
+    }
+
     pub(crate) async fn instantiate_async(
         &self,
         mut store: impl AsContextMut<Data = T>,

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -30,6 +31,20 @@ pub(crate) struct ActorDefinition {
     pub(crate) name: Arc<str>,
     pub(crate) options: ActorOptions,
     pub(crate) pre: ExportsPre<InstanceState>,
+    /// Grows with every deploy of the actor on this host (0: the
+    /// manifest's component). A cell started from an older version is
+    /// replaced before its next operation.
+    pub(crate) version: u64,
+    /// The SHA-256 of the component's bytes, in hex.
+    pub(crate) digest: String,
+}
+
+impl ActorDefinition {
+    /// This definition as version `version` of its actor.
+    pub(crate) fn with_version(mut self, version: u64) -> ActorDefinition {
+        self.version = version;
+        self
+    }
 }
 
 const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
@@ -62,24 +77,44 @@ pub(crate) fn load(
     }
     let bytes =
         std::fs::read(&spec.component).map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    check_header(&bytes).map_err(fail)?;
-    let component = cache::load(engine, cache_dir, &bytes)
-        .map_err(|e| fail(format!("the component does not compile: {e:#}")))?;
-    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
-        fail(format!(
-            "the component imports something the host does not provide: {e:#}"
-        ))
-    })?;
+    from_bytes(engine, linker, cache_dir, &spec.name, &spec.options, &bytes).map_err(fail)
+}
+
+/// Makes a definition (version 0) of the component `bytes` for the actor
+/// `name`, compiling it or taking it from the compile cache. The error
+/// says what is wrong with the component.
+pub(crate) fn from_bytes(
+    engine: &Engine,
+    linker: &Linker<InstanceState>,
+    cache_dir: &cap_std::fs::Dir,
+    name: &str,
+    options: &ActorOptions,
+    bytes: &[u8],
+) -> Result<ActorDefinition, String> {
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(format!(
+            "the component is {} bytes; the limit is {MAX_COMPONENT_BYTES} bytes",
+            bytes.len()
+        ));
+    }
+    check_header(bytes)?;
+    let component = cache::load(engine, cache_dir, bytes)
+        .map_err(|e| format!("the component does not compile: {e:#}"))?;
+    let instance_pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| format!("the component imports something the host does not provide: {e:#}"))?;
     let pre = ExportsPre::new(instance_pre).map_err(|e| {
-        fail(format!(
+        format!(
             "the component does not export the burrow:actor/guest@0.1.0 interface \
              (world burrow:actor/actor): {e:#}"
-        ))
+        )
     })?;
     Ok(ActorDefinition {
-        name: spec.name.as_str().into(),
-        options: spec.options.clone(),
+        name: name.into(),
+        options: options.clone(),
         pre,
+        version: 0,
+        digest: hex::encode(Sha256::digest(bytes)),
     })
 }
 

@@ -224,6 +224,33 @@ pub enum Error {
     /// be reached.
     #[error("the cluster is unavailable: {0}")]
     ClusterUnavailable(String),
+    /// A component a deploy was given cannot replace the actor's running one.
+    #[error("the component cannot be deployed as `{actor}`: {reason}")]
+    InvalidComponent {
+        /// The actor.
+        actor: String,
+        /// What is wrong with the component.
+        reason: String,
+    },
+    /// A deploy checked first (`--check`) would make running workflows
+    /// diverge; nothing changed.
+    #[error(
+        "the deploy of `{actor}` is refused: {} running workflow(s) would diverge: {}",
+        divergences.len(),
+        divergences.iter().map(|d| format!("`{}`: {}", d.key, d.message)).collect::<Vec<_>>().join("; ")
+    )]
+    WouldDiverge {
+        /// The actor.
+        actor: String,
+        /// Each instance that would diverge, and where.
+        divergences: Vec<Divergence>,
+    },
+    /// A rollback asked for an actor that was not deployed since the start.
+    #[error("actor `{0}` has no previous component: it runs the manifest's since the start")]
+    NoPrevious(String),
+    /// What this host cannot do (the text says what and why).
+    #[error("{0}")]
+    NotSupported(String),
     /// An error another host of the cluster answered a forwarded request
     /// with, passed on as it came.
     #[error("{message}")]
@@ -235,6 +262,16 @@ pub enum Error {
         /// Its message.
         message: String,
     },
+}
+
+/// A running workflow that a component would not replay: the instance
+/// and what the replay met.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Divergence {
+    /// The instance's key.
+    pub key: String,
+    /// Where its history and the new code part, as the replay said it.
+    pub message: String,
 }
 
 impl Error {
@@ -301,6 +338,10 @@ impl Error {
             Error::Moved { .. } => "moved",
             Error::NotReplicated { .. } => "not-replicated",
             Error::ClusterUnavailable(_) => "cluster-unavailable",
+            Error::InvalidComponent { .. } => "invalid-component",
+            Error::WouldDiverge { .. } => "would-diverge",
+            Error::NoPrevious(_) => "no-previous-component",
+            Error::NotSupported(_) => "not-supported",
             Error::Remote { code, .. } => code,
         }
     }
@@ -311,16 +352,20 @@ impl Error {
             Error::UnknownActor(_)
             | Error::UnknownAction { .. }
             | Error::NoSuchInstance { .. }
-            | Error::NoSuchEvent { .. } => 404,
+            | Error::NoSuchEvent { .. }
+            | Error::NoPrevious(_) => 404,
             Error::InvalidArguments { .. }
             | Error::InvalidAddress(_)
             | Error::NoQueue(_)
             | Error::NoWorkflow(_)
-            | Error::InvalidEvent { .. } => 400,
+            | Error::InvalidEvent { .. }
+            | Error::InvalidComponent { .. } => 400,
             Error::PayloadTooLarge { .. } | Error::LimitExceeded { .. } => 413,
             Error::QueueFull { .. } => 429,
             Error::Conflict { .. } => 503,
-            Error::AlreadyExists { .. } => 409,
+            Error::AlreadyExists { .. } | Error::WouldDiverge { .. } | Error::NotSupported(_) => {
+                409
+            }
             Error::ConnectionRefused { .. } => 403,
             Error::Failed { .. } => 422,
             Error::Trapped { .. } | Error::Storage { .. } => 500,

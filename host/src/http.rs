@@ -42,11 +42,13 @@ use crate::SendOptions;
 use crate::address::Address;
 use crate::client::{ErrorBody, ErrorDetail, GuestFailure, Hello, KeyList, Lagged};
 use crate::config::{
-    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_CLIENT_MESSAGE_BYTES, MAX_SEND_WAIT,
+    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_CLIENT_MESSAGE_BYTES,
+    MAX_COMPONENT_BYTES, MAX_SEND_WAIT,
 };
 use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host};
+use crate::runtime::Deployed;
 
 /// An HTTP error answer.
 pub struct ApiError {
@@ -141,6 +143,13 @@ pub fn router(host: Host) -> Router {
         .route("/healthz", get(health))
         .route("/cluster", get(cluster_status))
         .route("/actors/{actor}", get(list_keys))
+        .route(
+            "/actors/{actor}/component",
+            get(component)
+                .put(deploy)
+                .layer(DefaultBodyLimit::max(MAX_COMPONENT_BYTES as usize)),
+        )
+        .route("/actors/{actor}/component/previous", post(deploy_previous))
         .route(
             "/actors/{actor}/{key}",
             get(inspect).put(create).delete(destroy),
@@ -501,6 +510,58 @@ async fn off_the_workers<T: Send + 'static>(
             format!("the read failed: {e}"),
         )),
     }
+}
+
+/// The query of a deploy: `?check=true` replays the running workflows
+/// first.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeployQuery {
+    #[serde(default)]
+    check: bool,
+}
+
+fn deploy_query(query: Result<Query<DeployQuery>, QueryRejection>) -> ApiResult<bool> {
+    query.map(|Query(q)| q.check).map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid-arguments",
+            format!("the query is not acceptable (only `check=true|false`): {e}"),
+        )
+    })
+}
+
+async fn component(
+    State(host): State<Host>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let Path(actor) = path?;
+    let (version, digest) = host.component(&actor)?;
+    Ok(axum::Json(
+        json!({ "actor": actor, "version": version, "digest": digest }),
+    ))
+}
+
+async fn deploy(
+    State(host): State<Host>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<DeployQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<axum::Json<Deployed>> {
+    let Path(actor) = path?;
+    let check = deploy_query(query)?;
+    let body = body?;
+    Ok(axum::Json(host.deploy(&actor, body.to_vec(), check).await?))
+}
+
+async fn deploy_previous(
+    State(host): State<Host>,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<DeployQuery>, QueryRejection>,
+) -> ApiResult<axum::Json<Deployed>> {
+    let Path(actor) = path?;
+    let check = deploy_query(query)?;
+    Ok(axum::Json(host.deploy_previous(&actor, check).await?))
 }
 
 async fn list_keys(

@@ -82,9 +82,10 @@ pub mod workflow;
 
 pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
-pub use error::Error;
+pub use error::{Divergence, Error};
 pub use host::Host;
 pub use host::{SendOptions, SendOutcome};
 pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
 pub use queue::EventOutcome;
+pub use runtime::Deployed;
 pub use storage::{instance_path, validate_actor_name, validate_key};

@@ -9,6 +9,7 @@
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
 //! build = "cargo build -p counter --target wasm32-wasip2 --profile guest"
+//! watch = ["examples/counter/src"] # optional: what `burrow dev` watches
 //! sleep_timeout = "30s"       # optional, default 30s
 //! call_timeout = "10s"        # optional, default 10s
 //! memory_limit = "128MiB"     # optional, default 128MiB
@@ -86,6 +87,9 @@ pub struct ActorSpec {
     pub component: PathBuf,
     /// The shell command that builds the component, if any.
     pub build: Option<String>,
+    /// Files and directories whose changes `burrow dev` rebuilds and
+    /// deploys the actor for (absolute).
+    pub watch: Vec<PathBuf>,
     /// Options.
     pub options: ActorOptions,
 }
@@ -105,6 +109,8 @@ struct RawManifest {
 struct RawActor {
     component: PathBuf,
     build: Option<String>,
+    #[serde(default)]
+    watch: Vec<PathBuf>,
     sleep_timeout: Option<String>,
     call_timeout: Option<String>,
     memory_limit: Option<String>,
@@ -220,6 +226,7 @@ impl ActorSpec {
             name: name.to_owned(),
             component: dir.join(raw.component),
             build: raw.build,
+            watch: raw.watch.into_iter().map(|p| dir.join(p)).collect(),
             options,
         })
     }
@@ -230,6 +237,7 @@ impl ActorSpec {
             name: name.to_owned(),
             component: component.into(),
             build: None,
+            watch: Vec::new(),
             options: ActorOptions::default(),
         }
     }

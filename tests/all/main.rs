@@ -16,6 +16,7 @@ mod concurrency;
 mod conformance;
 mod connections;
 mod counter;
+mod deploy;
 mod destroy;
 mod errors;
 mod examples;

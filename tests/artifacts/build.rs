@@ -26,6 +26,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("PAYMENT_LOOP", "payment-loop", "payment_loop"),
     ("FULFILLMENT", "fulfillment", "fulfillment"),
     ("STEPPER", "stepper", "stepper"),
+    ("STEPPER_NEXT", "stepper-next", "stepper_next"),
     ("CHAT_ROOM", "chat-room", "chat_room"),
     ("REMINDER", "reminder", "reminder"),
     ("ACCOUNT", "account", "account"),

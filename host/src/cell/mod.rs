@@ -89,6 +89,9 @@ pub(crate) struct Home<'a> {
     pub(crate) commit_stage: CommitStage,
     /// Calls and sends to other instances.
     pub(crate) outside: Option<Arc<dyn OtherActors>>,
+    /// Nothing the cell does may be kept (a deploy's check): every
+    /// commit fails and rolls back.
+    pub(crate) dry_run: bool,
 }
 
 pub(crate) struct Cell {
@@ -110,6 +113,8 @@ pub(crate) struct Cell {
     queue_grew: bool,
     /// The creation started a workflow; the host has yet to drive it.
     workflow_started: bool,
+    /// The version of the actor's definition it runs.
+    version: u64,
     _awake: AwakeToken,
 }
 
@@ -128,12 +133,14 @@ impl Cell {
             store,
             commit_stage,
             outside,
+            dry_run,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
-        let db = store
+        let mut db = store
             .open_instance(&name, def.options.db_size_limit, deadline.clone())
             .map_err(storage)?;
+        db.dry_run = dry_run;
         let marks = store.marks().clone();
         let created_at = db.created_at().map_err(storage)?;
         match (&origin, created_at) {
@@ -191,6 +198,7 @@ impl Cell {
             created: None,
             queue_grew: false,
             workflow_started: false,
+            version: def.version,
             _awake: awake,
         };
         cell.db().begin().map_err(storage)?;
@@ -302,6 +310,12 @@ impl Cell {
     /// The creation time, once, after the creation committed.
     pub(crate) fn take_created(&mut self) -> Option<i64> {
         self.created.take()
+    }
+
+    /// Whether this cell runs an older definition than `def`, the
+    /// actor's running one (a deploy came since it started).
+    pub(crate) fn is_outdated(&self, def: &ActorDefinition) -> bool {
+        self.version != def.version
     }
 
     /// Whether this instance has a workflow.

@@ -231,6 +231,47 @@ impl Cell {
             None => RunEnd::Finished,
         })
     }
+    /// Replays the instance's workflow against this cell's code without
+    /// keeping anything (a deploy's check; the cell was started as a dry
+    /// run): the run stops where its history ends or a step would run.
+    /// `Some(message)` says where the code and the history part.
+    pub(crate) async fn check_workflow(&mut self) -> Result<Option<String>, Error> {
+        if self.exports.runner.is_none() {
+            return Ok(None);
+        }
+        let record = workflow_db::record(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let Some(record) = record.filter(|r| !r.status.is_final()) else {
+            return Ok(None);
+        };
+        self.store.data_mut().workflow = Some(RunState::checking());
+        let input = record.input;
+        let result = self
+            .call(
+                Mode::Orchestration,
+                "workflow run (deploy check)",
+                async |exports, store| {
+                    let runner = exports.runner.as_ref().expect("checked above");
+                    runner.call_run(store, &input).await
+                },
+            )
+            .await;
+        let state = self.store.data_mut();
+        state.discard_effects();
+        state.db.rollback();
+        let run = state.workflow.take().unwrap_or_default();
+        state.mode = Mode::Idle;
+        // The cell is never used again.
+        self.broken = true;
+        if let Some(diverged) = run.diverged {
+            return Ok(Some(diverged));
+        }
+        match result {
+            Ok(_) => Ok(None),
+            // The replay of recorded steps failed before the history ended:
+            // the new code would not get past it either.
+            Err(e) => Ok(Some(format!("the replay failed: {e}"))),
+        }
+    }
 }
 
 /// How one run of a workflow ended, for its driver.

@@ -185,6 +185,35 @@ pub enum Command {
         #[arg(long, env = "BURROW_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Serve the manifest, and rebuild and deploy an actor whenever the
+    /// files under its `watch` change.
+    Dev {
+        /// Address to listen on.
+        #[arg(long, default_value = DEFAULT_LISTEN)]
+        listen: SocketAddr,
+        /// Host settings.
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Replace an actor's component on a running server, with no instance
+    /// reset: `burrow deploy counter target/.../counter.wasm --check`.
+    Deploy {
+        /// Actor name.
+        actor: String,
+        /// The new component (a `.wasm` file); not with `--previous`.
+        #[arg(required_unless_present = "previous", conflicts_with = "previous")]
+        component: Option<PathBuf>,
+        /// Put back the component the actor ran before its last deploy.
+        #[arg(long)]
+        previous: bool,
+        /// Replay every running workflow of the actor against the new
+        /// component first, and refuse the deploy if one would diverge.
+        #[arg(long)]
+        check: bool,
+        /// The server.
+        #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
+        url: String,
+    },
     /// Delete an instance and all its data.
     Destroy {
         /// Actor name.

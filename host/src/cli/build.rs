@@ -109,7 +109,11 @@ pub(super) async fn build(manifest_path: &Path, only: &[String], host: &HostArgs
 
 /// Runs the actor's build command, if it has one, and says every `TICK`
 /// that it still runs; returns how long it took.
-async fn run_build_command(tag: &str, actor: &ActorSpec, dir: &Path) -> Result<Option<Duration>> {
+pub(super) async fn run_build_command(
+    tag: &str,
+    actor: &ActorSpec,
+    dir: &Path,
+) -> Result<Option<Duration>> {
     let Some(command) = &actor.build else {
         eprintln!(
             "{tag}: no build command; using {}",

@@ -101,7 +101,13 @@ pub(super) async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
-    let shutdown = async {
+    crate::http::serve_on(host, listener, stop_signal()).await?;
+    Ok(())
+}
+
+/// Resolves at Ctrl-C or SIGTERM.
+pub(super) async fn stop_signal() {
+    let interrupt = async {
         if tokio::signal::ctrl_c().await.is_err() {
             // No Ctrl-C handler: only SIGTERM stops the server.
             std::future::pending::<()>().await
@@ -116,10 +122,6 @@ pub(super) async fn serve(
         }
         std::future::pending::<()>().await
     };
-    let stop = async move {
-        tokio::select! { _ = shutdown => {}, _ = terminate => {} }
-        tracing::info!("shutting down");
-    };
-    crate::http::serve_on(host, listener, stop).await?;
-    Ok(())
+    tokio::select! { _ = interrupt => {}, _ = terminate => {} }
+    tracing::info!("shutting down");
 }

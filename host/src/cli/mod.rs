@@ -13,6 +13,7 @@
 
 mod args;
 mod build;
+mod dev;
 mod embedded;
 mod output;
 mod target;
@@ -47,6 +48,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             cluster,
         } => {
             embedded::serve(manifest, listen, &host, &cluster).await?;
+            Ok(None)
+        }
+        Command::Dev { listen, host } => {
+            dev::dev(manifest, listen, &host).await?;
             Ok(None)
         }
         Command::Cluster {
@@ -84,6 +89,26 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 .run(manifest, async |on| on.create(&actor, &key, &input).await)
                 .await?;
             Ok(Some(json!({ "created": true })))
+        }
+        Command::Deploy {
+            actor,
+            component,
+            previous,
+            check,
+            url,
+        } => {
+            let client = burrow_client::Client::new(&url);
+            let deployed = match component {
+                Some(path) => {
+                    let bytes = std::fs::read(&path).map_err(|e| {
+                        Failure::usage(format!("cannot read {}: {e}", path.display()))
+                    })?;
+                    client.deploy(&actor, bytes, check).await?
+                }
+                None if previous => client.deploy_previous(&actor, check).await?,
+                None => return Err(Failure::usage("give a component, or --previous")),
+            };
+            Ok(Some(deployed))
         }
         Command::Destroy { actor, key, target } => {
             target

@@ -21,8 +21,16 @@ pub fn exit_code(code: &str) -> u8 {
     match code {
         "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event" | "no-route"
         | "method-not-allowed" => 3,
-        "invalid-arguments" | "invalid-address" | "body-too-large" | "invalid-body"
-        | "invalid-event" | "payload-too-large" | "no-queue" | "no-workflow" => 4,
+        "invalid-arguments"
+        | "invalid-address"
+        | "body-too-large"
+        | "invalid-body"
+        | "invalid-event"
+        | "payload-too-large"
+        | "no-queue"
+        | "no-workflow"
+        | "invalid-component"
+        | "no-previous-component" => 4,
         "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,
         "timeout"
@@ -33,7 +41,19 @@ pub fn exit_code(code: &str) -> u8 {
         | "timed-out"
         | "too-many-connections" => 7,
         "already-exists" => 8,
+        "would-diverge" => 9,
         _ => 1,
+    }
+}
+
+impl Failure {
+    /// A command line that cannot be run as given.
+    pub(super) fn usage(message: impl Into<String>) -> Failure {
+        Failure {
+            code: "invalid-arguments".into(),
+            message: message.into(),
+            exit: 4,
+        }
     }
 }
 

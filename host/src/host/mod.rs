@@ -26,7 +26,7 @@ use crate::engine;
 use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::manifest::ActorSpec;
-use crate::runtime::{ConflictRetry, Core, load_definitions};
+use crate::runtime::{ConflictRetry, Core, Deployed, load_definitions};
 use crate::storage::{open_dir_creating, validate_actor_name};
 use guest_link::GuestLink;
 pub use queue::{SendOptions, SendOutcome};
@@ -184,10 +184,46 @@ impl Host {
         inspect::state(self.core.store.root(), actor, key)
     }
 
+    /// Replaces the component of `actor` on this running host with the
+    /// component `bytes`: calls in flight finish on the old code, and each
+    /// instance's next operation runs the new one after its `migrate`.
+    /// With `check`, every unfinished workflow of the actor is replayed
+    /// against the new component first (nothing kept), and the deploy is
+    /// refused ([`Error::WouldDiverge`]) if one would diverge. A component
+    /// that does not load, or lacks an export the running one has, is
+    /// refused ([`Error::InvalidComponent`]). Nothing changes on a refusal.
+    pub async fn deploy(
+        &self,
+        actor: &str,
+        bytes: Vec<u8>,
+        check: bool,
+    ) -> Result<Deployed, Error> {
+        validate_actor_name(actor)?;
+        self.core.deploy(actor, bytes, check).await
+    }
+
+    /// Puts back the component `actor` ran before its last deploy, as a
+    /// deploy of it (with `check`, checked first).
+    pub async fn deploy_previous(&self, actor: &str, check: bool) -> Result<Deployed, Error> {
+        validate_actor_name(actor)?;
+        self.core.roll_back(actor, check).await
+    }
+
+    /// The version (0: the manifest's; each deploy adds one) and the
+    /// SHA-256 of the component `actor` runs on this host.
+    pub fn component(&self, actor: &str) -> Result<(u64, String), Error> {
+        validate_actor_name(actor)?;
+        let def = self
+            .core
+            .definition(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))?;
+        Ok((def.version, def.digest.clone()))
+    }
+
     /// Keys of `actor`'s instances (in a cluster, of every host's).
     pub async fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
         validate_actor_name(actor)?;
-        if !self.core.actors.contains_key(actor) {
+        if self.core.definition(actor).is_none() {
             return Err(Error::UnknownActor(actor.into()));
         }
         self.core

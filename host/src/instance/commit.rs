@@ -150,6 +150,8 @@ impl CommitStage {
             workflow_started,
             created,
         } = effects;
+        // Nothing of a dry run reaches the marks, the cluster or a client.
+        db.refuse_dry_run()?;
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
         // the disk together. Alone, the hand-off would cost more than it

@@ -29,6 +29,10 @@ pub(crate) struct RunState {
     /// steps before it commit, and the run starts again with its steps
     /// alone.
     pub(crate) restart_alone: bool,
+    /// A replay that only checks the code against the history (a deploy's
+    /// check): it stops where history ends or a step would run, and
+    /// nothing it does is kept.
+    pub(crate) checking: bool,
 }
 
 /// Steps of a run that ended well, in one open transaction, each kept from
@@ -55,6 +59,7 @@ impl Default for RunState {
             batch: None,
             steps_alone: false,
             restart_alone: false,
+            checking: false,
         }
     }
 }
@@ -70,6 +75,21 @@ impl RunState {
 }
 
 impl RunState {
+    /// A replay that checks the code against the history (see
+    /// [`RunState::checking`]). Its host statements go to savepoints of
+    /// one batch that is never committed.
+    pub(crate) fn checking() -> RunState {
+        RunState {
+            checking: true,
+            batch: Some(StepBatch {
+                begun: Instant::now(),
+                steps: 0,
+                effects: Default::default(),
+            }),
+            ..RunState::default()
+        }
+    }
+
     /// The location the next workflow call takes.
     pub(crate) fn take_location(&mut self) -> String {
         let scope = self

@@ -27,6 +27,18 @@ impl Core {
         address: &Address,
         origin: Origin<'_>,
     ) -> Result<Cell, Error> {
+        self.start_cell_as(def, address, origin, false).await
+    }
+
+    /// [`Core::start_cell`], for a cell that may keep nothing when
+    /// `dry_run` (it reaches no other instance either).
+    pub(super) async fn start_cell_as(
+        &self,
+        def: &ActorDefinition,
+        address: &Address,
+        origin: Origin<'_>,
+        dry_run: bool,
+    ) -> Result<Cell, Error> {
         self.claim(address).await?;
         let existed = self.store.exists(address);
         if !existed {
@@ -39,7 +51,8 @@ impl Core {
             address: address.clone(),
             store: &self.store,
             commit_stage: self.commit_stage.clone(),
-            outside: self.outside(),
+            outside: if dry_run { None } else { self.outside() },
+            dry_run,
         };
         let result = Cell::start(&self.engine, def, home, origin, token).await;
         if result.is_err() && !existed {
@@ -136,7 +149,7 @@ impl Core {
         done: impl Fn() -> Option<T>,
         op: impl AsyncFnOnce(&mut Cell, &Slot) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let def = self.resolve(actor, key)?;
+        let mut def = self.resolve(actor, key)?;
         loop {
             let slot = self
                 .directory
@@ -149,6 +162,8 @@ impl Core {
                 return Ok(result);
             }
             let _operation = self.commit_stage.operation();
+            // A deploy may have come while this operation waited.
+            def = self.resolve(actor, key)?;
             match &*state {
                 // Retired by shutdown: no new cell may start after it.
                 SlotState::Retired if self.is_shutting_down() => {
@@ -157,6 +172,15 @@ impl Core {
                 SlotState::Retired => continue,
                 SlotState::Awake(cell) if cell.is_broken() => *state = SlotState::Asleep,
                 _ => {}
+            }
+            let outdated = matches!(&*state, SlotState::Awake(cell) if cell.is_outdated(&def));
+            if outdated
+                && let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Asleep)
+            {
+                // It ran the code of before a deploy: it goes to sleep
+                // (that code's `sleep` hook), and the instance wakes on the
+                // new code, after its `migrate`.
+                cell.sleep().await;
             }
             if let SlotState::Asleep = *state {
                 self.make_room(address).await?;

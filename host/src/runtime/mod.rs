@@ -9,12 +9,13 @@
 //! [`OtherActors`] (guest code calls another instance).
 
 mod cells;
+mod deploy;
 mod reaper;
 mod retry;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -38,6 +39,7 @@ use crate::storage::cluster::Cluster;
 use crate::storage::store::InstanceStore;
 use crate::storage::{DataDir, validate_actor_name, validate_key};
 
+pub use deploy::Deployed;
 pub(crate) use retry::ConflictRetry;
 
 /// What the core asks of background work after an operation's commits.
@@ -52,10 +54,18 @@ pub(crate) trait Wakeups: Send + Sync {
 /// The runtime core of a host (see the module docs).
 pub(crate) struct Core {
     pub(crate) engine: Engine,
+    /// What deployed components are linked with, and their compile cache.
+    linker: Linker<InstanceState>,
+    cache_dir: cap_std::fs::Dir,
     pub(crate) config: HostConfig,
     /// Instances' databases and the index of marks.
     pub(crate) store: InstanceStore,
-    pub(crate) actors: HashMap<String, Arc<ActorDefinition>>,
+    /// The running definition of each actor; a deploy replaces one.
+    actors: RwLock<HashMap<String, Arc<ActorDefinition>>>,
+    /// The definition each actor ran before its last deploy.
+    previous: std::sync::Mutex<HashMap<String, Arc<ActorDefinition>>>,
+    /// One deploy at a time.
+    deploying: tokio::sync::Mutex<()>,
     pub(crate) directory: Directory,
     awake: Arc<AtomicUsize>,
     shutting_down: AtomicBool,
@@ -112,9 +122,13 @@ impl Core {
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
+            linker,
+            cache_dir,
             config,
             store,
-            actors: definitions,
+            actors: RwLock::new(definitions),
+            previous: Default::default(),
+            deploying: Default::default(),
             directory: Directory::default(),
             awake: Arc::new(AtomicUsize::new(0)),
             shutting_down: AtomicBool::new(false),
@@ -148,7 +162,7 @@ impl Core {
 
     /// Names of the defined actors, sorted.
     pub(crate) fn actor_names(&self) -> Vec<String> {
-        let mut names: Vec<_> = self.actors.keys().cloned().collect();
+        let mut names: Vec<_> = self.actors().keys().cloned().collect();
         names.sort();
         names
     }
@@ -171,8 +185,15 @@ impl Core {
         self.config.max_awake
     }
 
+    /// The running definition of `actor`.
     pub(crate) fn definition(&self, actor: &str) -> Option<Arc<ActorDefinition>> {
-        self.actors.get(actor).cloned()
+        self.actors().get(actor).cloned()
+    }
+
+    fn actors(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<ActorDefinition>>> {
+        // A panic never happens with the lock held: nothing is lost by
+        // taking it poisoned.
+        self.actors.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The definition of `actor`, if the address is valid and the host runs.
@@ -182,12 +203,8 @@ impl Core {
         }
         validate_actor_name(actor)?;
         validate_key(key)?;
-        let def = self
-            .actors
-            .get(actor)
-            .ok_or_else(|| Error::UnknownActor(actor.into()))?
-            .clone();
-        Ok(def)
+        self.definition(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))
     }
 
     /// The address of (`actor`, `key`), with the actor's name shared.
@@ -201,8 +218,7 @@ impl Core {
     /// The call timeout of `actor` (the default for an unknown actor,
     /// which fails anyway).
     pub(crate) fn call_timeout(&self, actor: &str) -> Duration {
-        self.actors
-            .get(actor)
+        self.definition(actor)
             .map_or(crate::config::DEFAULT_CALL_TIMEOUT, |d| {
                 d.options.call_timeout
             })

@@ -44,7 +44,7 @@ pub(super) async fn reap_idle(core: Weak<Core>) {
 
 fn reap_interval(core: &Core) -> Duration {
     let shortest = core
-        .actors
+        .actors()
         .values()
         .map(|d| d.options.sleep_timeout)
         .min()

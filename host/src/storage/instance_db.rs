@@ -76,6 +76,9 @@ pub(crate) struct InstanceDb {
     /// Its link to the cluster, in one (dropped last: after the
     /// connection closed).
     pub(crate) replica: Option<Replica>,
+    /// Set for a replay that must leave nothing behind (a deploy's
+    /// check): every commit rolls back instead, and fails.
+    pub(crate) dry_run: bool,
 }
 
 impl InstanceDb {
@@ -129,6 +132,7 @@ impl InstanceDb {
             watch,
             wal,
             replica: None,
+            dry_run: false,
         })
     }
 
@@ -212,7 +216,21 @@ impl InstanceDb {
     }
 
     pub(crate) fn commit(&self) -> rusqlite::Result<()> {
+        self.refuse_dry_run()?;
         self.conn.execute_batch("COMMIT")
+    }
+
+    /// In a dry run, rolls the open transaction back and fails: nothing
+    /// of it may be kept.
+    pub(crate) fn refuse_dry_run(&self) -> rusqlite::Result<()> {
+        if !self.dry_run {
+            return Ok(());
+        }
+        self.rollback();
+        Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some("a dry run commits nothing".into()),
+        ))
     }
 
     /// Opens `savepoint` (inside the open transaction).

@@ -53,6 +53,14 @@ impl Run {
     /// due after it, processed back to back in one commit
     /// ([`Cell::process_run`]).
     pub(super) async fn dispatch(&mut self, event: QueuedEvent, policy: &QueuePolicy, now: i64) {
+        // After a deploy, events run on the new code: idle workers of the
+        // old one go (the awake instance is replaced by its slot).
+        if let Some(def) = self.work.core.definition(&self.address.actor)
+            && def.version != self.def.version
+        {
+            self.def = def;
+            self.workers.clear();
+        }
         let runner = if !self.main_busy {
             self.main_busy = true;
             Runner::Main
@@ -129,7 +137,9 @@ impl Run {
         match done.runner {
             Runner::Main => self.main_busy = false,
             // A worker that trapped is dropped; another starts when needed.
-            Runner::Worker(worker) if !worker.is_broken() => self.workers.push(*worker),
+            Runner::Worker(worker) if !worker.is_broken() && !worker.is_outdated(&self.def) => {
+                self.workers.push(*worker)
+            }
             Runner::Worker(_) => {}
         }
         let waiters = &self.work.waiters;

@@ -108,6 +108,10 @@ impl InstanceState {
         name: &str,
     ) -> wasmtime::Result<Result<(String, Option<HistoryEntry>), Interrupt>> {
         let (location, recorded) = self.next_location()?;
+        if recorded.is_none() && self.run().checking {
+            // A check stops where the history ends: the rest is new code.
+            return Ok(Err(Interrupt::Suspend));
+        }
         match recorded {
             Some(e) if e.kind != kind || e.name != name => Ok(Err(self.diverge(&e, kind, name))),
             recorded => Ok(Ok((location, recorded))),

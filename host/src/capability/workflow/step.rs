@@ -50,6 +50,8 @@ pub(super) fn begin_step(
                 )));
             }
             EntryStatus::Failed => return Ok(Ok(StepStart::Failed(step_failure(&e)))),
+            // A check runs no step body: a step to retry is where it stops.
+            _ if instance.run().checking => return Ok(Err(Interrupt::Suspend)),
             _ => {
                 if let Some(at) = e.wake_at.filter(|at| *at > now) {
                     instance
