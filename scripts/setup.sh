@@ -2,8 +2,9 @@
 # Installs what building and testing Burrow needs beyond the Rust toolchain:
 # the wasm32-wasip2 target (Rust actors), componentize-py (the Python
 # actors) and the JavaScript SDK's packages, componentize-js among them
-# (the JavaScript actors; needs Node.js 20 or later with npm). Each step is
-# skipped when what it installs is there already.
+# (the JavaScript actors; needs Node.js 20 or later with npm), and
+# Debian's chromium and chromium-driver (the web inspector's browser test).
+# Each step is skipped when what it installs is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,4 +30,12 @@ stamp=guest-sdk-js/node_modules/.burrow-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
     npm ci --prefix guest-sdk-js --no-audit --no-fund --loglevel=error
     echo "$lock_sum" >"$stamp"
+fi
+
+# The web inspector's test drives headless Chromium over WebDriver.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    echo "==> installing Chromium and its WebDriver (Debian's chromium, chromium-driver)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq chromium chromium-driver >/dev/null
 fi

@@ -164,11 +164,16 @@ pub struct GuestFailure {
     pub message: String,
 }
 
-/// The keys of an actor's instances: `{"keys": [...]}`.
+/// The keys of an actor's instances: `{"keys": [...]}`, and `"next"`
+/// when a page of them (`?limit=`) is followed by more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyList {
     /// The keys, sorted.
     pub keys: Vec<String>,
+    /// The last key of a page that more keys follow: the next page is the
+    /// one `after` it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// The first frame of a connection: `{"connected": id}`.
@@ -278,11 +283,16 @@ mod tests {
         assert_eq!(serde_json::from_str::<ErrorBody>(text).unwrap(), error);
         let keys = KeyList {
             keys: vec!["a".into(), "b".into()],
+            next: None,
         };
         assert_eq!(
             serde_json::to_string(&keys).unwrap(),
             r#"{"keys":["a","b"]}"#
         );
+        let page = r#"{"keys":["a","b"],"next":"b"}"#;
+        let parsed: KeyList = serde_json::from_str(page).unwrap();
+        assert_eq!(parsed.next.as_deref(), Some("b"));
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), page);
         assert_eq!(
             serde_json::to_string(&Hello { connected: 3 }).unwrap(),
             r#"{"connected":3}"#

@@ -165,6 +165,16 @@ pub enum Error {
         /// The event id asked for.
         id: i64,
     },
+    /// The instance has no table of the actor's own by this name.
+    #[error("`{actor}/{key}` has no table `{table}`")]
+    NoSuchTable {
+        /// The actor.
+        actor: String,
+        /// The key.
+        key: String,
+        /// The table asked for.
+        table: String,
+    },
     /// The call kept meeting concurrent queue processing of the same
     /// instance until its deadline; nothing of it was kept.
     #[error(
@@ -332,6 +342,7 @@ impl Error {
             Error::PayloadTooLarge { .. } => "payload-too-large",
             Error::QueueFull { .. } => "queue-full",
             Error::NoSuchEvent { .. } => "no-such-event",
+            Error::NoSuchTable { .. } => "no-such-table",
             Error::Conflict { .. } => "conflict",
             Error::ConnectionRefused { .. } => "connection-refused",
             Error::TooManyConnections(_) => "too-many-connections",
@@ -353,6 +364,7 @@ impl Error {
             | Error::UnknownAction { .. }
             | Error::NoSuchInstance { .. }
             | Error::NoSuchEvent { .. }
+            | Error::NoSuchTable { .. }
             | Error::NoPrevious(_) => 404,
             Error::InvalidArguments { .. }
             | Error::InvalidAddress(_)

@@ -7,13 +7,18 @@
 //! | `GET /actors/{actor}/{key}/state` | | 200 and the state (JSON) |
 //! | `GET /actors/{actor}/{key}` | | 200 and the inspection (state and tables) |
 //! | `DELETE /actors/{actor}/{key}` | | 204 |
-//! | `GET /actors/{actor}` | | 200 and `{"keys": [...]}` |
+//! | `GET /actors` | | 200 and `{"actors": [{"name"}]}` |
+//! | `GET /actors/{actor}?prefix=&after=&limit=` | | 200 and `{"keys": [...]}` (a page: `"next"` when more follow) |
+//! | `GET /actors/{actor}/{key}/tables` | | 200 and `{"tables": [{"name", "columns", "total_rows"}]}` |
+//! | `GET /actors/{actor}/{key}/tables/{table}?offset=&limit=` | | 200 and a page of rows |
+//! | `GET /actors/{actor}/{key}/schedules` | | 200 and `{"count", "schedules"}` |
 //! | `POST /actors/{actor}/{key}/queue` | `{"type", "payload", "priority", "group", "wait", "timeout_ms"}` | 202 `{"status": "queued", "id"}`; with `"wait": true`, 200 `{"status": "processed", "id", "result"}` or `{"status": "dead-lettered", "id", "error"}`, or 202 `{"status": "timed-out", "id"}` |
 //! | `GET /actors/{actor}/{key}/queue` | | 200 and the queue: policy, pending events, dead letters |
 //! | `POST /actors/{actor}/{key}/queue/dead-letters/{id}/requeue` | | 200 |
 //! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
 //! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses; 503 `too-many-connections` past a connection limit |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
+//! | `GET /ui`, `/ui/...` | | the web inspector (unless served without it) |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 404 (unknown actor, action, instance or route), 405
@@ -40,7 +45,7 @@ use serde_json::{Value, json};
 
 use crate::SendOptions;
 use crate::address::Address;
-use crate::client::{ErrorBody, ErrorDetail, GuestFailure, Hello, KeyList, Lagged};
+use crate::client::{ErrorBody, ErrorDetail, GuestFailure, Hello, Lagged};
 use crate::config::{
     DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_CLIENT_MESSAGE_BYTES,
     MAX_COMPONENT_BYTES, MAX_SEND_WAIT,
@@ -49,6 +54,22 @@ use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host};
 use crate::runtime::Deployed;
+
+mod ui;
+mod views;
+
+/// What a server serves beside the JSON API.
+#[derive(Debug, Clone, Copy)]
+pub struct Serving {
+    /// The web inspector at `/ui` (`burrow serve --no-ui` turns it off).
+    pub ui: bool,
+}
+
+impl Default for Serving {
+    fn default() -> Serving {
+        Serving { ui: true }
+    }
+}
 
 /// An HTTP error answer.
 pub struct ApiError {
@@ -137,12 +158,24 @@ impl IntoResponse for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The router of the HTTP API over `host`.
+/// The router of the HTTP API over `host`, with the web inspector.
 pub fn router(host: Host) -> Router {
-    Router::new()
+    router_with(host, Serving::default())
+}
+
+/// The router of the HTTP API over `host`, with what `serving` asks for.
+pub fn router_with(host: Host, serving: Serving) -> Router {
+    let router = Router::new()
         .route("/healthz", get(health))
         .route("/cluster", get(cluster_status))
-        .route("/actors/{actor}", get(list_keys))
+        .route("/actors", get(views::actors))
+        .route("/actors/{actor}", get(views::keys))
+        .route("/actors/{actor}/{key}/tables", get(views::tables))
+        .route(
+            "/actors/{actor}/{key}/tables/{table}",
+            get(views::table_page),
+        )
+        .route("/actors/{actor}/{key}/schedules", get(views::schedules))
         .route(
             "/actors/{actor}/component",
             get(component)
@@ -169,8 +202,13 @@ pub fn router(host: Host) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
-        .with_state(host)
+        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES));
+    let router = if serving.ui {
+        router.merge(ui::routes())
+    } else {
+        router
+    };
+    router.with_state(host)
 }
 
 /// Serves the API on `addr` until `shutdown` resolves, then puts every
@@ -186,10 +224,22 @@ pub async fn serve(
     serve_on(host, listener, shutdown).await
 }
 
-/// Serves the API on a bound listener until `shutdown` resolves.
+/// Serves the API (and the web inspector) on a bound listener until
+/// `shutdown` resolves.
 pub async fn serve_on(
     host: Host,
     listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    serve_with(host, listener, Serving::default(), shutdown).await
+}
+
+/// Serves the API and what `serving` asks for on a bound listener until
+/// `shutdown` resolves.
+pub async fn serve_with(
+    host: Host,
+    listener: tokio::net::TcpListener,
+    serving: Serving,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     tracing::info!(address = %listener.local_addr()?, "burrow is serving");
@@ -204,7 +254,7 @@ pub async fn serve_on(
         shutdown.await;
         connections.close_connections();
     };
-    axum::serve(listener, router(host.clone()))
+    axum::serve(listener, router_with(host.clone(), serving))
         .with_graceful_shutdown(shutdown)
         .await?;
     host.shutdown().await;
@@ -562,15 +612,6 @@ async fn deploy_previous(
     let Path(actor) = path?;
     let check = deploy_query(query)?;
     Ok(axum::Json(host.deploy_previous(&actor, check).await?))
-}
-
-async fn list_keys(
-    State(host): State<Host>,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult<axum::Json<KeyList>> {
-    let Path(actor) = path?;
-    let keys = host.keys(&actor).await?;
-    Ok(axum::Json(KeyList { keys }))
 }
 
 /// The body of `POST /actors/{actor}/{key}/queue`.

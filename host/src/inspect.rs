@@ -23,12 +23,16 @@ use crate::storage::instance_db::{lower_limits, read_state};
 use crate::storage::queue as queue_db;
 use crate::storage::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::sandbox::{Sandbox, is_internal};
+use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, HistoryEntry, WorkflowRecord};
 use crate::storage::{instance_path, validate_actor_name, validate_key};
 use crate::watchdog::Watch;
 
 /// Rows shown per table.
 pub const INSPECT_ROWS: usize = 100;
+
+/// The most rows one page of a table holds ([`table_page`]).
+pub const MAX_TABLE_PAGE_ROWS: usize = 1000;
 
 /// What `burrow inspect` shows.
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +97,59 @@ pub struct TableDump {
     pub total_rows: i64,
 }
 
+/// One of the actor's tables in an instance, without its rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableSummary {
+    /// Table name.
+    pub name: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Number of rows in the table.
+    pub total_rows: i64,
+}
+
+/// One page of a table's rows, in the table's own order (its rowid or
+/// primary key).
+#[derive(Debug, Clone, Serialize)]
+pub struct TablePage {
+    /// Table name.
+    pub name: String,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// The rows from `offset` on, at most `limit`.
+    pub rows: Vec<Vec<serde_json::Value>>,
+    /// Number of rows in the table.
+    pub total_rows: i64,
+    /// Rows skipped before the first one here.
+    pub offset: u64,
+    /// The most rows asked for.
+    pub limit: usize,
+}
+
+/// An instance's pending schedules.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleView {
+    /// Number of pending schedules.
+    pub count: u64,
+    /// The first [`INSPECT_ROWS`], soonest first.
+    pub schedules: Vec<ScheduleEntry>,
+}
+
+/// One pending schedule.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleEntry {
+    /// Unique within the instance.
+    pub id: i64,
+    /// The action it runs.
+    pub action: String,
+    /// Its arguments (JSON).
+    pub args: serde_json::Value,
+    /// When it is due, in milliseconds since the Unix epoch.
+    pub due_at: i64,
+    /// For a recurring schedule, its interval in milliseconds.
+    pub every_ms: Option<i64>,
+}
+
 /// Decodes a state value for people: JSON when it is JSON.
 pub fn state_to_json(bytes: Option<Vec<u8>>) -> serde_json::Value {
     match bytes {
@@ -115,17 +172,17 @@ pub fn inspect(
     let storage = |e: rusqlite::Error| storage(actor, key, e);
     let guest = GuestTables::new(&mut conn, timeout).map_err(storage)?;
     let state = state_to_json(read_state(&conn).map_err(storage)?);
-    let names: Vec<String> = conn
-        .prepare(
-            "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name",
-        )
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(storage)?;
     let mut tables = Vec::new();
     let mut budget = MAX_INSPECT_BYTES;
-    for name in names.into_iter().filter(|n| !is_internal(n)) {
-        let dump = guest.dump(&conn, &name, &mut budget);
-        tables.push(dump.map_err(|e| e.into_error(actor, key, &name, timeout))?);
+    for name in guest_table_names(&conn).map_err(storage)? {
+        let dump = guest.dump(&conn, &name, 0, INSPECT_ROWS, &mut budget);
+        let dump = dump.map_err(|e| e.into_error(actor, key, &name, timeout))?;
+        tables.push(TableDump {
+            name: dump.name,
+            columns: dump.columns,
+            rows: dump.rows,
+            total_rows: dump.total_rows,
+        });
     }
     let queue = read_queue(&conn).map_err(storage)?;
     let workflow = read_workflow(&conn).map_err(storage)?;
@@ -138,6 +195,97 @@ pub fn inspect(
         queue,
         workflow,
     })
+}
+
+/// The actor's own tables of (`actor`, `key`) under the data directory
+/// `root`, with their columns and row counts, read-only and bounded like
+/// [`inspect`]. Blocks.
+pub fn tables(
+    root: &Path,
+    actor: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<Vec<TableSummary>, Error> {
+    let (mut conn, _) = open(root, actor, key)?;
+    let storage = |e: rusqlite::Error| storage(actor, key, e);
+    let guest = GuestTables::new(&mut conn, timeout).map_err(storage)?;
+    let mut tables = Vec::new();
+    for name in guest_table_names(&conn).map_err(storage)? {
+        let mut budget = MAX_INSPECT_BYTES;
+        let page = guest.dump(&conn, &name, 0, 0, &mut budget);
+        let page = page.map_err(|e| e.into_error(actor, key, &name, timeout))?;
+        tables.push(TableSummary {
+            name: page.name,
+            columns: page.columns,
+            total_rows: page.total_rows,
+        });
+    }
+    Ok(tables)
+}
+
+/// Up to `limit` rows (at most [`MAX_TABLE_PAGE_ROWS`]) of the actor's
+/// table `table` in (`actor`, `key`), from row `offset` on, read-only and
+/// bounded like [`inspect`]. A table the actor does not have (the host's
+/// own included) is [`Error::NoSuchTable`]. Blocks.
+pub fn table_page(
+    root: &Path,
+    actor: &str,
+    key: &str,
+    table: &str,
+    offset: u64,
+    limit: usize,
+    timeout: Duration,
+) -> Result<TablePage, Error> {
+    let (mut conn, _) = open(root, actor, key)?;
+    let storage = |e: rusqlite::Error| storage(actor, key, e);
+    let guest = GuestTables::new(&mut conn, timeout).map_err(storage)?;
+    if !guest_table_names(&conn)
+        .map_err(storage)?
+        .iter()
+        .any(|name| name == table)
+    {
+        return Err(Error::NoSuchTable {
+            actor: actor.into(),
+            key: key.into(),
+            table: table.into(),
+        });
+    }
+    let limit = limit.min(MAX_TABLE_PAGE_ROWS);
+    let mut budget = MAX_INSPECT_BYTES;
+    guest
+        .dump(&conn, table, offset, limit, &mut budget)
+        .map_err(|e| e.into_error(actor, key, table, timeout))
+}
+
+/// The pending schedules of (`actor`, `key`) under the data directory
+/// `root`, soonest first, read-only.
+pub fn schedules(root: &Path, actor: &str, key: &str) -> Result<ScheduleView, Error> {
+    let (conn, _) = open(root, actor, key)?;
+    let storage = |e: rusqlite::Error| storage(actor, key, e);
+    let count = schedule_db::count(&conn).map_err(storage)?;
+    let schedules = schedule_db::first(&conn, INSPECT_ROWS)
+        .map_err(storage)?
+        .into_iter()
+        .map(|s| ScheduleEntry {
+            id: s.id,
+            args: serde_json::from_str(&s.args).unwrap_or(serde_json::Value::String(s.args)),
+            action: s.action,
+            due_at: s.due_at,
+            every_ms: s.every_ms,
+        })
+        .collect();
+    Ok(ScheduleView { count, schedules })
+}
+
+/// The names of the actor's own tables, sorted: neither SQLite's nor the
+/// host's.
+fn guest_table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' ORDER BY name",
+        )
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())?;
+    Ok(names.into_iter().filter(|n| !is_internal(n)).collect())
 }
 
 /// The state value of (`actor`, `key`) under the data directory `root`, as
@@ -291,18 +439,20 @@ impl GuestTables {
         })
     }
 
-    /// The first rows of table `name`, counting their values' bytes
-    /// against `budget` before copying them.
+    /// Up to `limit` rows of table `name` from row `offset` on, counting
+    /// their values' bytes against `budget` before copying them.
     fn dump(
         &self,
         conn: &Connection,
         name: &str,
+        offset: u64,
+        limit: usize,
         budget: &mut usize,
-    ) -> Result<TableDump, DumpFailure> {
+    ) -> Result<TablePage, DumpFailure> {
         let _guest = self.sandbox.enter_guest();
         let _running = self.watch.running();
         let (dump, refused) = heap::bounded(MAX_STATEMENT_MEMORY, &self.deadline, || {
-            dump_table(conn, name, budget)
+            dump_table(conn, name, offset, limit, budget)
         });
         dump.map_err(|failure| match failure {
             DumpFailure::Sqlite(e, _) => DumpFailure::Sqlite(e, refused),
@@ -311,7 +461,13 @@ impl GuestTables {
     }
 }
 
-fn dump_table(conn: &Connection, name: &str, budget: &mut usize) -> Result<TableDump, DumpFailure> {
+fn dump_table(
+    conn: &Connection,
+    name: &str,
+    offset: u64,
+    limit: usize,
+    budget: &mut usize,
+) -> Result<TablePage, DumpFailure> {
     let sqlite = |e| DumpFailure::Sqlite(e, None);
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
     let total_rows = conn
@@ -320,7 +476,9 @@ fn dump_table(conn: &Connection, name: &str, budget: &mut usize) -> Result<Table
         })
         .map_err(sqlite)?;
     let mut stmt = conn
-        .prepare(&format!("SELECT * FROM main.{quoted} LIMIT {INSPECT_ROWS}"))
+        .prepare(&format!(
+            "SELECT * FROM main.{quoted} LIMIT {limit} OFFSET {offset}"
+        ))
         .map_err(sqlite)?;
     let columns: Vec<String> = heap::uncounted(|| stmt.column_names().map(String::from).collect());
     let width = columns.len();
@@ -342,11 +500,13 @@ fn dump_table(conn: &Connection, name: &str, budget: &mut usize) -> Result<Table
         }
         rows.push(values);
     }
-    Ok(TableDump {
+    Ok(TablePage {
         name: name.into(),
         columns,
         rows,
         total_rows,
+        offset,
+        limit,
     })
 }
 

@@ -5,6 +5,7 @@
 //! [host]                      # optional
 //! data_dir = ".burrow"
 //! synchronous = "normal"      # off | normal | full
+//! ui = true                   # the web inspector at /ui (default true)
 //!
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
@@ -76,6 +77,9 @@ pub struct HostSection {
     pub data_dir: Option<PathBuf>,
     /// `synchronous` of instance databases (default `normal`).
     pub synchronous: Option<Synchronous>,
+    /// Whether `burrow serve` serves the web inspector at `/ui` (default
+    /// true; `--no-ui` turns it off too).
+    pub ui: Option<bool>,
 }
 
 /// One actor of the manifest.

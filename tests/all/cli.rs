@@ -46,18 +46,25 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Serve {
+/// `burrow serve` in a child process.
+pub(crate) struct Serve {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Serve {
     fn start(manifest: &Path) -> Serve {
+        Serve::start_with(manifest, &[])
+    }
+
+    /// Serves `manifest` with `args` after `serve --listen ADDR`.
+    pub(crate) fn start_with(manifest: &Path, args: &[&str]) -> Serve {
         let port = free_port();
         let child = Command::new(BURROW)
             .arg("--manifest")
             .arg(manifest)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
             .env("BURROW_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -83,7 +90,7 @@ impl Serve {
     }
 
     /// Stops the server with SIGTERM and waits for it.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         Command::new("kill")
             .arg(self.child.id().to_string())
             .status()

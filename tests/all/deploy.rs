@@ -542,3 +542,33 @@ fn dev_rebuilds_and_deploys_on_a_change_of_the_sources() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The deploy routes sit beside the instance routes: an instance whose key
+/// is `component` is still reached for its actions, queue and state.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_named_component_keeps_its_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    let server = Server::start(host.clone()).await;
+    let client = server.client();
+    assert_eq!(
+        client
+            .call("counter", "component", "increment", "[2]")
+            .await
+            .unwrap(),
+        "2"
+    );
+    assert_eq!(
+        client.state("counter", "component").await.unwrap(),
+        Value::Null
+    );
+    let info = reqwest::get(format!("{}/actors/counter/component", server.url))
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(info["version"], 0, "{info}");
+    server.stop().await;
+    host.shutdown().await;
+}

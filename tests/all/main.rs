@@ -33,4 +33,5 @@ mod sandbox_names;
 mod schedules;
 mod timers;
 mod transactions;
+mod ui;
 mod workflow;

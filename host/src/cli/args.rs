@@ -122,11 +122,15 @@ pub enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Serve the HTTP API.
+    /// Serve the HTTP API and the web inspector (at /ui).
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = DEFAULT_LISTEN)]
         listen: SocketAddr,
+        /// Do not serve the web inspector at /ui (also `[host] ui = false`
+        /// in the manifest).
+        #[arg(long)]
+        no_ui: bool,
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,

@@ -59,7 +59,10 @@ pub(super) async fn dev(manifest_path: &Path, listen: SocketAddr, args: &HostArg
         watched.push(actor);
     }
     let watcher = tokio::spawn(watch(host.clone(), watched, manifest.dir.clone()));
-    let served = crate::http::serve_on(host, listener, stop_signal()).await;
+    let serving = crate::http::Serving {
+        ui: manifest.host.ui.unwrap_or(true),
+    };
+    let served = crate::http::serve_with(host, listener, serving, stop_signal()).await;
     watcher.abort();
     served
 }

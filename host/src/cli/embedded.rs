@@ -83,11 +83,13 @@ pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<
     Host::start(host_config(&manifest, args), &actors).await
 }
 
-/// Serves the HTTP API on `listen` until Ctrl-C or SIGTERM, then puts every
-/// instance to sleep (and, in a cluster, gives its leases back).
+/// Serves the HTTP API (and, unless `no_ui` or the manifest says
+/// otherwise, the web inspector) on `listen` until Ctrl-C or SIGTERM, then
+/// puts every instance to sleep (and, in a cluster, gives its leases back).
 pub(super) async fn serve(
     manifest_path: &Path,
     listen: SocketAddr,
+    no_ui: bool,
     args: &HostArgs,
     cluster: &ClusterArgs,
 ) -> Result<()> {
@@ -101,7 +103,10 @@ pub(super) async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
-    crate::http::serve_on(host, listener, stop_signal()).await?;
+    let serving = crate::http::Serving {
+        ui: !no_ui && manifest.host.ui.unwrap_or(true),
+    };
+    crate::http::serve_with(host, listener, serving, stop_signal()).await?;
     Ok(())
 }
 

@@ -44,10 +44,11 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         }
         Command::Serve {
             listen,
+            no_ui,
             host,
             cluster,
         } => {
-            embedded::serve(manifest, listen, &host, &cluster).await?;
+            embedded::serve(manifest, listen, no_ui, &host, &cluster).await?;
             Ok(None)
         }
         Command::Dev { listen, host } => {

@@ -19,8 +19,8 @@ pub(super) struct Failure {
 /// The exit code for an error code.
 pub fn exit_code(code: &str) -> u8 {
     match code {
-        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event" | "no-route"
-        | "method-not-allowed" => 3,
+        "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event"
+        | "no-such-table" | "no-route" | "method-not-allowed" => 3,
         "invalid-arguments"
         | "invalid-address"
         | "body-too-large"

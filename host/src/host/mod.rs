@@ -177,6 +177,43 @@ impl Host {
         inspect::inspect(self.core.store.root(), actor, key, def.options.call_timeout)
     }
 
+    /// The actor's own tables in the instance, with their columns and row
+    /// counts, read like [`Host::inspect`]. Blocks.
+    pub fn tables(&self, actor: &str, key: &str) -> Result<Vec<inspect::TableSummary>, Error> {
+        let def = self.core.resolve(actor, key)?;
+        inspect::tables(self.core.store.root(), actor, key, def.options.call_timeout)
+    }
+
+    /// Up to `limit` rows of the actor's table `table` in the instance from
+    /// row `offset` on, read like [`Host::inspect`]. Blocks.
+    pub fn table_page(
+        &self,
+        actor: &str,
+        key: &str,
+        table: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<inspect::TablePage, Error> {
+        let def = self.core.resolve(actor, key)?;
+        let root = self.core.store.root();
+        inspect::table_page(
+            root,
+            actor,
+            key,
+            table,
+            offset,
+            limit,
+            def.options.call_timeout,
+        )
+    }
+
+    /// The instance's pending schedules, soonest first, read from a
+    /// separate read-only connection. Blocks.
+    pub fn schedules(&self, actor: &str, key: &str) -> Result<inspect::ScheduleView, Error> {
+        self.core.resolve(actor, key)?;
+        inspect::schedules(self.core.store.root(), actor, key)
+    }
+
     /// The instance's state value as JSON (`null` if never set), read from a
     /// separate read-only connection. Blocks, like [`Host::inspect`].
     pub fn state(&self, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
@@ -190,8 +227,8 @@ impl Host {
     /// With `check`, every unfinished workflow of the actor is replayed
     /// against the new component first (nothing kept), and the deploy is
     /// refused ([`Error::WouldDiverge`]) if one would diverge. A component
-    /// that does not load, or lacks an export the running one has, is
-    /// refused ([`Error::InvalidComponent`]). Nothing changes on a refusal.
+    /// that does not load is refused ([`Error::InvalidComponent`]).
+    /// Nothing changes on a refusal.
     pub async fn deploy(
         &self,
         actor: &str,
@@ -220,15 +257,29 @@ impl Host {
         Ok((def.version, def.digest.clone()))
     }
 
-    /// Keys of `actor`'s instances (in a cluster, of every host's).
+    /// Keys of `actor`'s instances (in a cluster, of every host's), in
+    /// byte order.
     pub async fn keys(&self, actor: &str) -> Result<Vec<String>, Error> {
+        self.keys_page(actor, "", None, None).await
+    }
+
+    /// Keys of `actor`'s instances that begin with `prefix`, after `after`
+    /// if given, at most `limit` of them, in byte order: a page of
+    /// [`Host::keys`], which the next page continues after its last key.
+    pub async fn keys_page(
+        &self,
+        actor: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, Error> {
         validate_actor_name(actor)?;
         if self.core.definition(actor).is_none() {
             return Err(Error::UnknownActor(actor.into()));
         }
         self.core
             .store
-            .keys(actor)
+            .keys(actor, prefix, after, limit)
             .await
             .map_err(|e| Error::Storage {
                 actor: actor.into(),

@@ -166,7 +166,7 @@ impl Core {
         let mut divergences = Vec::new();
         let keys = self
             .store
-            .keys(&actor)
+            .keys(&actor, "", None, None)
             .await
             .map_err(|e| Error::storage(&actor, "", format!("{e:#}")))?;
         for key in keys {

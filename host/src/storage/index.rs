@@ -240,12 +240,26 @@ impl Index {
         Ok(())
     }
 
-    /// Keys of `actor`'s instances, in key order.
-    pub(crate) fn keys(&self, actor: &str) -> rusqlite::Result<Vec<String>> {
+    /// Keys of `actor`'s instances in byte order: those from `from` on,
+    /// after `after` and before `before` (each if given), at most `limit`.
+    pub(crate) fn keys(
+        &self,
+        actor: &str,
+        from: &str,
+        after: Option<&str>,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> rusqlite::Result<Vec<String>> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt =
-            conn.prepare_cached("SELECT key FROM instances WHERE actor = ? ORDER BY key")?;
-        stmt.query_map([actor], |r| r.get(0))?.collect()
+        let mut stmt = conn.prepare_cached(
+            "SELECT key FROM instances
+             WHERE actor = ?1 AND key >= ?2 AND (?3 IS NULL OR key > ?3)
+                   AND (?4 IS NULL OR key < ?4)
+             ORDER BY key LIMIT ?5",
+        )?;
+        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        stmt.query_map(params![actor, from, after, before, limit], |r| r.get(0))?
+            .collect()
     }
 
     /// Lowers the queue mark of (`actor`, `key`) to `queue` and its
@@ -432,7 +446,7 @@ mod tests {
         // A destroyed instance does not come back through a late mark.
         index.remove("w", "k").unwrap();
         index.set_mark(Mark::Workflow, "w", "k", Some(5)).unwrap();
-        assert!(index.keys("w").unwrap().is_empty());
+        assert!(index.keys("w", "", None, None, None).unwrap().is_empty());
     }
 
     #[test]
@@ -500,7 +514,7 @@ mod tests {
             .set_mark_from(Mark::Schedule, "a", "k", || Ok::<_, ()>(Some(1)))
             .unwrap()
             .unwrap();
-        assert!(index.keys("a").unwrap().is_empty());
+        assert!(index.keys("a", "", None, None, None).unwrap().is_empty());
     }
 
     #[test]
@@ -560,6 +574,20 @@ mod tests {
             .lower_marks_around("b", "k", Some(5), None, None, || Ok::<_, ()>(()))
             .unwrap()
             .unwrap();
-        assert_eq!(index.keys("b").unwrap(), ["k"]);
+        assert_eq!(index.keys("b", "", None, None, None).unwrap(), ["k"]);
+        for key in ["ka", "kb", "l", "k\u{10FFFF}"] {
+            index.insert("b", key, 1).unwrap();
+        }
+        let page =
+            |from, after, before, limit| index.keys("b", from, after, before, limit).unwrap();
+        assert_eq!(
+            page("k", None, Some("l"), None),
+            ["k", "ka", "kb", "k\u{10FFFF}"]
+        );
+        assert_eq!(
+            page("k", Some("ka"), Some("l"), Some(2)),
+            ["kb", "k\u{10FFFF}"]
+        );
+        assert_eq!(page("", Some("kb"), None, Some(1)), ["k\u{10FFFF}"]);
     }
 }

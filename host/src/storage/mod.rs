@@ -228,9 +228,49 @@ pub fn validate_key(key: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The least text after every text that begins with `prefix`, in byte
+/// order (which is code point order for UTF-8): `prefix` with its last
+/// character raised by one, the characters that cannot be raised dropped.
+/// `None` when nothing is after them all (an empty prefix, or one of only
+/// U+10FFFF).
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let raised = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(raised) = raised {
+            chars.push(raised);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_end_of_a_prefix_bounds_the_texts_that_begin_with_it() {
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("ab").as_deref(), Some("ac"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        for prefix in ["user-", "ключ", "a\u{7F}", "🙂"] {
+            let end = prefix_end(prefix).unwrap();
+            for text in [
+                prefix.to_string(),
+                format!("{prefix}\u{10FFFF}z"),
+                format!("{prefix}/"),
+            ] {
+                assert!(
+                    prefix <= text.as_str() && text < end,
+                    "{text:?} in [{prefix:?}, {end:?})"
+                );
+            }
+            assert!(end.as_bytes() > prefix.as_bytes());
+        }
+    }
 
     #[test]
     fn hostile_keys_stay_inside_the_data_directory() {

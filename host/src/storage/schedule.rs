@@ -121,6 +121,27 @@ pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
     stmt.query_map([], from_row)?.collect()
 }
 
+/// Number of pending schedules.
+pub(crate) fn count(conn: &Connection) -> rusqlite::Result<u64> {
+    if !has_schema(conn)? {
+        return Ok(0);
+    }
+    host_statement(conn, "SELECT count(*) FROM main._burrow_schedule")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+}
+
+/// The first `limit` pending schedules, soonest first.
+pub(crate) fn first(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Schedule>> {
+    if !has_schema(conn)? {
+        return Ok(Vec::new());
+    }
+    let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id LIMIT ?");
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = host_statement(conn, &sql)?;
+    stmt.query_map([limit], from_row)?.collect()
+}
+
 /// Deletes schedule `id`; returns whether it was pending.
 pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     if !has_schema(conn)? {

@@ -288,11 +288,20 @@ impl InstanceStore {
         Ok(self.index.remove(&address.actor, &address.key)?)
     }
 
-    /// Keys of `actor`'s instances, sorted.
-    pub(crate) async fn keys(&self, actor: &str) -> Result<Vec<String>> {
+    /// Keys of `actor`'s instances that begin with `prefix`, after
+    /// `after` if given, at most `limit`, in byte order.
+    pub(crate) async fn keys(
+        &self,
+        actor: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let before = super::prefix_end(prefix);
+        let before = before.as_deref();
         match &self.cluster {
-            Some(cluster) => Ok(cluster.keys(actor).await?),
-            None => Ok(self.index.keys(actor)?),
+            Some(cluster) => Ok(cluster.keys(actor, prefix, after, before, limit).await?),
+            None => Ok(self.index.keys(actor, prefix, after, before, limit)?),
         }
     }
 

@@ -102,16 +102,31 @@ impl Cluster {
         .await
     }
 
-    /// Keys of `actor`'s instances, sorted.
-    pub(crate) async fn keys(&self, actor: &str) -> Result<Vec<String>, ClusterError> {
-        let actor = actor.to_owned();
+    /// Keys of `actor`'s instances in byte order (as on a host alone):
+    /// those from `from` on, after `after` and before `before` (each if
+    /// given), at most `limit`.
+    pub(crate) async fn keys(
+        &self,
+        actor: &str,
+        from: &str,
+        after: Option<&str>,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, ClusterError> {
+        let (actor, from) = (actor.to_owned(), from.to_owned());
+        let (after, before) = (after.map(str::to_owned), before.map(str::to_owned));
+        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         self.run(move |shared| async move {
             let client = shared.client().await?;
             let rows = client
                 .query(
                     "SELECT key FROM burrow_instances
-                     WHERE actor = $1 AND created_at IS NOT NULL ORDER BY key",
-                    &[&actor],
+                     WHERE actor = $1 AND created_at IS NOT NULL
+                           AND key COLLATE \"C\" >= $2
+                           AND ($3::text IS NULL OR key COLLATE \"C\" > $3)
+                           AND ($4::text IS NULL OR key COLLATE \"C\" < $4)
+                     ORDER BY key COLLATE \"C\" LIMIT $5",
+                    &[&actor, &from, &after, &before, &limit],
                 )
                 .await?;
             Ok(rows.into_iter().map(|row| row.get(0)).collect())
