@@ -14,6 +14,7 @@
 //! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
 //! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses; 503 `too-many-connections` past a connection limit |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
+//! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 404 (unknown actor, action, instance or route), 405
@@ -46,7 +47,7 @@ use crate::config::{
 };
 use crate::connections::{Connection, Received};
 use crate::error::Error;
-use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host};
+use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
 
 /// An HTTP error answer.
 pub struct ApiError {
@@ -139,6 +140,7 @@ type ApiResult<T> = Result<T, ApiError>;
 pub fn router(host: Host) -> Router {
     Router::new()
         .route("/healthz", get(health))
+        .route("/metrics", get(metrics))
         .route("/cluster", get(cluster_status))
         .route("/actors/{actor}", get(list_keys))
         .route(
@@ -204,6 +206,16 @@ pub async fn serve_on(
 
 async fn health() -> axum::Json<Value> {
     axum::Json(json!({ "status": "ok" }))
+}
+
+async fn metrics(State(host): State<Host>) -> Result<impl IntoResponse, ApiError> {
+    let text = tokio::task::spawn_blocking(move || host.metrics())
+        .await
+        .map_err(|e| ApiError::new(500, "storage", format!("cannot read the metrics: {e}")))?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        text,
+    ))
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

@@ -39,24 +39,28 @@ use crate::instance::commit::CommitStage;
 use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
+use crate::metrics::ActorMetrics;
 use crate::storage::cluster::ClusterError;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::marks::Marks;
 use crate::storage::store::InstanceStore;
 
-/// Counts awake instances; one token per cell.
-pub(crate) struct AwakeToken(Arc<AtomicUsize>);
+/// Counts awake instances, of the host and of the actor (whose metrics
+/// the cell records to); one token per cell.
+pub(crate) struct AwakeToken(Arc<AtomicUsize>, Arc<ActorMetrics>);
 
 impl AwakeToken {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> AwakeToken {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>, metrics: Arc<ActorMetrics>) -> AwakeToken {
         counter.fetch_add(1, Ordering::Relaxed);
-        AwakeToken(counter.clone())
+        metrics.woke();
+        AwakeToken(counter.clone(), metrics)
     }
 }
 
 impl Drop for AwakeToken {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+        self.1.slept();
     }
 }
 
@@ -110,7 +114,7 @@ pub(crate) struct Cell {
     queue_grew: bool,
     /// The creation started a workflow; the host has yet to drive it.
     workflow_started: bool,
-    _awake: AwakeToken,
+    awake: AwakeToken,
 }
 
 impl Cell {
@@ -191,7 +195,7 @@ impl Cell {
             created: None,
             queue_grew: false,
             workflow_started: false,
-            _awake: awake,
+            awake,
         };
         cell.db().begin().map_err(storage)?;
         let started = match (origin, created_at) {
@@ -239,6 +243,11 @@ impl Cell {
 
     fn db(&self) -> &InstanceDb {
         &self.store.data().db
+    }
+
+    /// The metrics of the cell's actor.
+    pub(crate) fn metrics(&self) -> &Arc<ActorMetrics> {
+        &self.awake.1
     }
 
     fn name(&self) -> &Address {
