@@ -36,6 +36,7 @@ use crate::config::CONNECTION_BUFFER;
 #[cfg(doc)]
 use crate::config::MAX_BROADCAST_BYTES;
 use crate::error::Error;
+use crate::metrics::ActorMetrics;
 
 /// One event as a connected client receives it: a WebSocket text frame
 /// `{"event": name, "payload": payload}`.
@@ -143,6 +144,7 @@ impl Hub {
             receiver: channel.sender.subscribe(),
             hub: self.clone(),
             address: address.clone(),
+            metrics: None,
         };
         channels.connections += 1;
         Ok(connection)
@@ -188,6 +190,16 @@ impl Hub {
         self.channels.lock().unwrap().connections
     }
 
+    /// Connections open right now, by actor.
+    pub(crate) fn count_by_actor(&self) -> HashMap<Arc<str>, usize> {
+        let channels = self.channels.lock().unwrap();
+        let mut counts: HashMap<Arc<str>, usize> = HashMap::new();
+        for (address, channel) in &channels.by_address {
+            *counts.entry(address.actor.clone()).or_default() += channel.connections;
+        }
+        counts
+    }
+
     fn release(&self, address: &Address, channel_id: u64) {
         let mut channels = self.channels.lock().unwrap();
         let Some(channel) = channels.by_address.get_mut(address) else {
@@ -223,9 +235,16 @@ pub(crate) struct Connection {
     receiver: broadcast::Receiver<Frame>,
     hub: Arc<Hub>,
     address: Address,
+    /// Where the events it receives are counted.
+    metrics: Option<Arc<ActorMetrics>>,
 }
 
 impl Connection {
+    /// Counts the events this connection receives in `metrics`.
+    pub(crate) fn count_in(&mut self, metrics: Arc<ActorMetrics>) {
+        self.metrics = Some(metrics);
+    }
+
     /// Whether this connection's instance is still the one at its address
     /// (no destroy closed its channel).
     pub(crate) fn is_current(&self) -> bool {
@@ -241,7 +260,12 @@ impl Connection {
     /// Waits for the next event.
     pub(crate) async fn next(&mut self) -> Received {
         match self.receiver.recv().await {
-            Ok(frame) => Received::Frame(frame),
+            Ok(frame) => {
+                if let Some(metrics) = &self.metrics {
+                    metrics.event_sent();
+                }
+                Received::Frame(frame)
+            }
             Err(broadcast::error::RecvError::Lagged(missed)) => Received::Lagged(missed),
             Err(broadcast::error::RecvError::Closed) => Received::Closed,
         }

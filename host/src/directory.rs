@@ -130,6 +130,22 @@ impl Directory {
         self.collect(|_| true)
     }
 
+    /// Instances with an awake cell, by actor: a slot locked by an
+    /// operation counts as awake (it is, or is waking).
+    pub(crate) fn awake_by_actor(&self) -> HashMap<Arc<str>, u64> {
+        let mut awake: HashMap<Arc<str>, u64> = HashMap::new();
+        for slot in self.all() {
+            let is_awake = match slot.state.try_lock() {
+                Ok(state) => matches!(*state, SlotState::Awake(_)),
+                Err(_) => true,
+            };
+            if is_awake {
+                *awake.entry(slot.address.actor.clone()).or_default() += 1;
+            }
+        }
+        awake
+    }
+
     /// Removes `slot` from the map if it is still the slot of its address.
     /// The caller holds the slot's lock and has set it `Retired`.
     pub(crate) fn remove(&self, slot: &Arc<Slot>) {

@@ -19,6 +19,7 @@
 //! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses; 503 `too-many-connections` past a connection limit |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
 //! | `GET /ui`, `/ui/...` | | the web inspector (unless served without it) |
+//! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 404 (unknown actor, action, instance or route), 405
@@ -52,7 +53,7 @@ use crate::config::{
 };
 use crate::connections::{Connection, Received};
 use crate::error::Error;
-use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host};
+use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
 use crate::runtime::Deployed;
 
 mod ui;
@@ -167,6 +168,7 @@ pub fn router(host: Host) -> Router {
 pub fn router_with(host: Host, serving: Serving) -> Router {
     let router = Router::new()
         .route("/healthz", get(health))
+        .route("/metrics", get(metrics))
         .route("/cluster", get(cluster_status))
         .route("/actors", get(views::actors))
         .route("/actors/{actor}", get(views::keys))
@@ -263,6 +265,16 @@ pub async fn serve_with(
 
 async fn health() -> axum::Json<Value> {
     axum::Json(json!({ "status": "ok" }))
+}
+
+async fn metrics(State(host): State<Host>) -> Result<impl IntoResponse, ApiError> {
+    let text = tokio::task::spawn_blocking(move || host.metrics())
+        .await
+        .map_err(|e| ApiError::new(500, "storage", format!("cannot read the metrics: {e}")))?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        text,
+    ))
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

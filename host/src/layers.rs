@@ -8,7 +8,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "leaves",
         &[
             "address", "bindings", "blocking", "cache", "config", "deadline", "engine", "error",
-            "watchdog",
+            "metrics", "watchdog",
         ],
     ),
     (

@@ -13,7 +13,7 @@
 //! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
 //!
 //! - leaves: `address`, [`config`], `error`, `deadline`, `watchdog`,
-//!   `blocking`, `bindings`, `engine`, `cache`;
+//!   `blocking`, `bindings`, `engine`, `cache`, `metrics`;
 //! - data: `storage/*` (the instance store, the index of marks, instance
 //!   databases, their tables and SQL sandbox), `inspect` (read-only
 //!   views), `connections` (client connections and their events),
@@ -73,6 +73,7 @@ mod instance;
 #[cfg(test)]
 mod layers;
 pub mod manifest;
+mod metrics;
 mod presence;
 pub mod queue;
 mod runtime;

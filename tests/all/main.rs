@@ -25,6 +25,7 @@ mod http;
 mod lifecycle;
 mod loading;
 mod logging;
+mod metrics;
 mod queue;
 mod sandbox;
 mod sandbox_bounds;

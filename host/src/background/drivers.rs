@@ -7,6 +7,8 @@ use std::collections::HashSet;
 use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
 use crate::config::BACKGROUND_CONFLICT_PAUSE;
@@ -105,6 +107,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             .with_cell(actor, key, Origin::MustExist, async |cell| {
                 cell.run_workflow(steps_alone).await
             })
+            .instrument(tracing::debug_span!("workflow run", actor, key))
             .await;
         let kicked = host.drivers.kicked.lock().unwrap().remove(address);
         let end = match end {

@@ -1,6 +1,8 @@
 //! Schedule runs: the due schedules of one instance run in a task of
 //! their own, a batch per turn of the instance's slot.
 
+use tracing::Instrument;
+
 use crate::address::Address;
 use crate::cell::Origin;
 use crate::config::SCHEDULE_RETRY_AFTER_ERROR;
@@ -46,6 +48,7 @@ impl Background {
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
                     cell.run_due_schedules(SCHEDULE_BATCH).await
                 })
+                .instrument(tracing::debug_span!("schedules", actor, key))
                 .await;
             match ran {
                 Ok(true) => continue,

@@ -64,9 +64,11 @@ impl Cell {
                     .map_err(|e| self.storage_error(e));
             }
             match self.finish(result) {
-                Ok(()) => {}
+                Ok(()) => self.metrics().schedule_ran(Ok(())),
+                // Not a run: it runs again.
                 Err(e @ Error::Conflict { .. }) => return Err(e),
                 Err(e) => {
+                    self.metrics().schedule_ran(Err(&e));
                     tracing::warn!(
                         actor = %self.name().actor,
                         key = %self.name().key,

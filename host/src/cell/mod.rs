@@ -39,24 +39,28 @@ use crate::instance::commit::CommitStage;
 use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
+use crate::metrics::ActorMetrics;
 use crate::storage::cluster::ClusterError;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::marks::Marks;
 use crate::storage::store::InstanceStore;
 
-/// Counts awake instances; one token per cell.
-pub(crate) struct AwakeToken(Arc<AtomicUsize>);
+/// Counts awake instances, of the host and of the actor (whose metrics
+/// the cell records to); one token per cell.
+pub(crate) struct AwakeToken(Arc<AtomicUsize>, Arc<ActorMetrics>);
 
 impl AwakeToken {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> AwakeToken {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>, metrics: Arc<ActorMetrics>) -> AwakeToken {
         counter.fetch_add(1, Ordering::Relaxed);
-        AwakeToken(counter.clone())
+        metrics.woke();
+        AwakeToken(counter.clone(), metrics)
     }
 }
 
 impl Drop for AwakeToken {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+        self.1.slept();
     }
 }
 
@@ -115,7 +119,7 @@ pub(crate) struct Cell {
     workflow_started: bool,
     /// The version of the actor's definition it runs.
     version: u64,
-    _awake: AwakeToken,
+    awake: AwakeToken,
 }
 
 impl Cell {
@@ -199,7 +203,7 @@ impl Cell {
             queue_grew: false,
             workflow_started: false,
             version: def.version,
-            _awake: awake,
+            awake,
         };
         cell.db().begin().map_err(storage)?;
         let started = match (origin, created_at) {
@@ -247,6 +251,11 @@ impl Cell {
 
     fn db(&self) -> &InstanceDb {
         &self.store.data().db
+    }
+
+    /// The metrics of the cell's actor.
+    pub(crate) fn metrics(&self) -> &Arc<ActorMetrics> {
+        &self.awake.1
     }
 
     fn name(&self) -> &Address {

@@ -93,6 +93,7 @@ impl Cell {
         if record.status.is_final() {
             return Ok(RunEnd::Finished);
         }
+        self.metrics().workflow_run(&self.name().key);
         self.store.data_mut().workflow = Some(RunState::alone(steps_alone));
         let input = record.input;
         let result = self
@@ -225,6 +226,12 @@ impl Cell {
                 now,
             )
         })?;
+        let key = &self.name().key;
+        if status.is_final() {
+            self.metrics().workflow_finished(key, status.as_str());
+        } else {
+            self.metrics().workflow_waits(key);
+        }
         Ok(match wait {
             Some((Some(at), _)) => RunEnd::Wait(at),
             Some((None, _)) => RunEnd::Idle,

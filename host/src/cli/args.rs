@@ -26,9 +26,30 @@ pub struct Cli {
     /// Print results and errors as JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// How log lines (on stderr) are printed: `text`, or `json`, one
+    /// object a line with the spans they happened in.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        env = "BURROW_LOG_FORMAT"
+    )]
+    pub log_format: LogFormat,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object a line: time, level, target, fields, and the spans
+    /// the line happened in (a call's has its actor, key and action).
+    Json,
 }
 
 /// Where a client command runs.

@@ -23,11 +23,35 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-pub use args::{Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, Target};
+pub use args::{
+    Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, LogFormat, Target,
+};
 pub use output::exit_code;
 
 use output::{Failure, parse_json_arg, parse_result, send_outcome};
 use target::Source;
+
+/// Prints the process's log lines to stderr in `format`, at the level
+/// `BURROW_LOG` sets (default `info`; `debug` adds a span per call with
+/// its actor, key and action, and per queue run, workflow run and
+/// schedule run).
+pub fn install_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BURROW_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .init(),
+    }
+}
 
 /// Runs the command line and returns the process's exit code.
 pub async fn run(cli: Cli) -> ExitCode {

@@ -41,7 +41,8 @@ impl Host {
             per_host: self.core.config.max_connections,
             instances: max_connected_instances(self.core.config.max_awake),
         };
-        let connection = self.core.hub.connect(&address, limits)?;
+        let mut connection = self.core.hub.connect(&address, limits)?;
+        connection.count_in(self.core.metrics.actor(actor).clone());
         let id = connection.id;
         ConflictRetry::run(def.options.call_timeout, || async {
             // While the instance is destroyed, wait: the connection is to

@@ -73,6 +73,7 @@ impl Host {
             // the old files are gone.
             let removed = self.core.store.remove(address);
             self.work.waiters.forget_instance(actor, key);
+            self.core.metrics.actor(actor).forget_instance(key);
             // Open to background work again before a caller can make a
             // new instance: its first append starts a pump at once.
             drop(closed);

@@ -12,9 +12,12 @@ mod queue;
 mod route;
 mod workflow;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Result;
+use tracing::Instrument;
 
 use crate::address::Address;
 use crate::background::Background;
@@ -32,6 +35,9 @@ use guest_link::GuestLink;
 pub use queue::{SendOptions, SendOutcome};
 use route::Forwarder;
 pub use route::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Unreached};
+
+/// The `Content-Type` of [`Host::metrics`]' text.
+pub const METRICS_CONTENT_TYPE: &str = crate::metrics::CONTENT_TYPE;
 
 /// A running Burrow host. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -84,6 +90,39 @@ impl Host {
         self.core.commit_stage.commits()
     }
 
+    /// The host's metrics in the Prometheus text format (version 0.0.4,
+    /// [`METRICS_CONTENT_TYPE`]). Counts instances in the index, so it
+    /// blocks briefly: async code calls it on a blocking thread (the HTTP
+    /// API does).
+    pub fn metrics(&self) -> String {
+        let core = &self.core;
+        let connections = core.hub.count_by_actor();
+        // On a host alone, every instance is in the index; in a cluster the
+        // index does not list them, and asleep instances are not reported.
+        let known = match core.store.cluster() {
+            Some(_) => None,
+            None => match core.store.index().count_by_actor() {
+                Ok(counts) => Some(counts.into_iter().collect::<HashMap<_, _>>()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot count the instances for the metrics");
+                    None
+                }
+            },
+        };
+        let awake = core.directory.awake_by_actor();
+        for actor in core.metrics.actors() {
+            let name = actor.name();
+            let open = connections.get(name).copied().unwrap_or(0);
+            actor.set_connections(open as u64);
+            if let Some(known) = &known {
+                let known = known.get(name).copied().unwrap_or(0);
+                let awake = awake.get(name).copied().unwrap_or(0);
+                actor.set_asleep(known.saturating_sub(awake));
+            }
+        }
+        core.metrics.encode()
+    }
+
     /// Calls `action` on the instance (`actor`, `key`) with `args`, a JSON
     /// array, and returns the JSON result. The first call creates the
     /// instance (with a `null` create input).
@@ -125,7 +164,7 @@ impl Host {
         args: &str,
     ) -> Result<String, Error> {
         if args.len() > MAX_ARGS_BYTES {
-            return Err(Error::InvalidArguments {
+            let refused = Err(Error::InvalidArguments {
                 actor: actor.into(),
                 action: action.into(),
                 message: format!(
@@ -133,14 +172,30 @@ impl Host {
                     args.len()
                 ),
             });
+            self.core
+                .metrics
+                .actor(actor)
+                .call_ended(Instant::now(), &refused);
+            return refused;
         }
         let chain = &chain;
-        let here = move || async move {
-            ConflictRetry::run(self.core.call_timeout(actor), || {
-                self.core
-                    .call_action(actor, key, action, args, chain.clone())
-            })
-            .await
+        // Counted by the host that runs the call, not by one that forwards it.
+        let here = move || {
+            let span = tracing::debug_span!("call", actor, key, action);
+            async move {
+                let began = Instant::now();
+                let result = ConflictRetry::run(self.core.call_timeout(actor), || {
+                    self.core
+                        .call_action(actor, key, action, args, chain.clone())
+                })
+                .await;
+                // A call another host took over meanwhile is counted there.
+                if !matches!(result, Err(Error::Moved { .. })) {
+                    self.core.metrics.actor(actor).call_ended(began, &result);
+                }
+                result
+            }
+            .instrument(span)
         };
         let there = move |base: String| async move {
             self.forward_call(&base, chain, actor, key, action, args)

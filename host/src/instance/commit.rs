@@ -112,11 +112,12 @@ impl Drop for Operation {
 }
 
 impl CommitStage {
-    pub(crate) fn new(index: Arc<Index>, hub: Arc<Hub>) -> CommitStage {
+    /// The stage of a host: `commits` is the counter its metrics show.
+    pub(crate) fn new(index: Arc<Index>, hub: Arc<Hub>, commits: Arc<AtomicU64>) -> CommitStage {
         CommitStage {
             index: Some(index),
             hub: Some(hub),
-            commits: Arc::default(),
+            commits,
             operations: Arc::default(),
         }
     }

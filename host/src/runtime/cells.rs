@@ -13,6 +13,7 @@ use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
 use crate::definition::ActorDefinition;
 use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
+use crate::metrics::Eviction;
 use crate::storage::store::ClaimError;
 
 use super::Core;
@@ -46,7 +47,7 @@ impl Core {
             // the WAL of the old instance: it must not meet the new one.
             let _ = self.store.remove_files(address);
         }
-        let token = AwakeToken::new(&self.awake);
+        let token = AwakeToken::new(&self.awake, self.metrics.actor(&def.name).clone());
         let home = Home {
             address: address.clone(),
             store: &self.store,
@@ -200,6 +201,9 @@ impl Core {
             }
             let queue_grew = cell.take_queue_grew();
             let workflow_started = cell.take_workflow_started();
+            if workflow_started {
+                cell.metrics().workflow_started(key);
+            }
             if (queue_grew || workflow_started)
                 && let Some(wakeups) = self.wakeups()
             {
@@ -240,6 +244,7 @@ impl Core {
             };
             match std::mem::replace(&mut *state, SlotState::Asleep) {
                 SlotState::Awake(cell) => {
+                    cell.metrics().evicted(Eviction::Room);
                     cell.sleep().await;
                     if self.awake_count() < max {
                         return Ok(());

@@ -34,6 +34,7 @@ use crate::instance::InstanceState;
 use crate::instance::commit::CommitStage;
 use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
+use crate::metrics::Metrics;
 use crate::presence::Presence;
 use crate::storage::cluster::Cluster;
 use crate::storage::store::InstanceStore;
@@ -75,6 +76,8 @@ pub(crate) struct Core {
     pub(crate) commit_stage: CommitStage,
     /// The background work on each instance, which destroy waits for.
     pub(crate) presence: Presence,
+    /// What the host counts, by actor.
+    pub(crate) metrics: Arc<Metrics>,
     /// Set once, by the layers above, right after the core starts.
     above: OnceLock<Above>,
     _ticker: EpochTicker,
@@ -118,7 +121,8 @@ impl Core {
                 }
             });
         }
-        let commit_stage = CommitStage::new(store.index().clone(), hub.clone());
+        let metrics = Arc::new(Metrics::new(definitions.keys().map(String::as_str)));
+        let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), metrics.commits());
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -135,6 +139,7 @@ impl Core {
             hub,
             commit_stage,
             presence: Presence::default(),
+            metrics,
             above: OnceLock::new(),
         });
         tokio::spawn(reaper::reap_idle(Arc::downgrade(&core)));

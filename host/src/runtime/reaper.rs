@@ -6,6 +6,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use crate::directory::SlotState;
+use crate::metrics::Eviction;
 
 use super::Core;
 
@@ -35,6 +36,7 @@ pub(super) async fn reap_idle(core: Weak<Core>) {
             }
             if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
                 tracing::debug!(actor = %address.actor, key = %address.key, "instance goes to sleep");
+                cell.metrics().evicted(Eviction::Idle);
                 cell.sleep().await;
             }
             core.directory.remove(&slot);

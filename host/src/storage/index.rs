@@ -240,6 +240,15 @@ impl Index {
         Ok(())
     }
 
+    /// The number of instances of each actor.
+    pub(crate) fn count_by_actor(&self) -> rusqlite::Result<Vec<(String, u64)>> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt =
+            conn.prepare_cached("SELECT actor, count(*) FROM instances GROUP BY actor")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
+            .collect()
+    }
+
     /// Keys of `actor`'s instances in byte order: those from `from` on,
     /// after `after` and before `before` (each if given), at most `limit`.
     pub(crate) fn keys(

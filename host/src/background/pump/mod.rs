@@ -28,6 +28,7 @@ mod timing;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::{Notify, watch};
@@ -38,7 +39,9 @@ use crate::address::Address;
 use crate::cell::Cell;
 use crate::definition::ActorDefinition;
 use crate::error::Error;
+use crate::metrics::ActorMetrics;
 use crate::presence::Lease;
+use crate::storage::queue as queue_db;
 use process::Done;
 
 static NEXT_PUMP_ID: AtomicU64 = AtomicU64::new(1);
@@ -69,8 +72,11 @@ impl Pump {
         let id = NEXT_PUMP_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::default());
         let (stop, stopped) = watch::channel(false);
+        let metrics = work.core.metrics.actor(&def.name).clone();
         let run = Run {
             id,
+            metrics,
+            depth_counted: None,
             work,
             def,
             address,
@@ -122,6 +128,10 @@ impl Pump {
 
 struct Run {
     id: u64,
+    /// The actor's metrics.
+    metrics: Arc<ActorMetrics>,
+    /// When the pump last counted the queue's pending events.
+    depth_counted: Option<Instant>,
     work: Arc<Background>,
     def: Arc<ActorDefinition>,
     address: Address,
@@ -166,4 +176,28 @@ impl Run {
     fn set_error(&self, error: Option<String>) {
         *self.shared.last_error.lock().unwrap() = error;
     }
+
+    /// Counts the pending events for the actor's queue depth, at most once
+    /// per [`DEPTH_EVERY`] unless `now` (the pump starts or ends). A count
+    /// reads every pending row, so a busy queue is not counted at every
+    /// pick.
+    fn count_depth(&mut self, now: bool) {
+        let due = self
+            .depth_counted
+            .is_none_or(|at| at.elapsed() >= DEPTH_EVERY);
+        let Some(reader) = &self.reader else { return };
+        if !(now || due) {
+            return;
+        }
+        match queue_db::pending_count(reader) {
+            Ok(pending) => self.metrics.queue_depth(&self.address.key, pending),
+            Err(e) => {
+                tracing::debug!(actor = self.actor(), key = self.key(), error = %e, "cannot count the queue");
+            }
+        }
+        self.depth_counted = Some(Instant::now());
+    }
 }
+
+/// How often a running pump counts its queue's pending events.
+const DEPTH_EVERY: Duration = Duration::from_secs(1);

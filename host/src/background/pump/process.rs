@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use super::Run;
 use crate::address::Address;
 use crate::background::Background;
@@ -90,8 +92,15 @@ impl Run {
         let work = self.work.clone();
         let def = self.def.clone();
         let address = self.address.clone();
+        let span = tracing::debug_span!(
+            "process",
+            actor = %address.actor,
+            key = %address.key,
+            first = run[0].id,
+            events = run.len()
+        );
         self.tasks
-            .spawn(async move { process(work, def, address, runner, run).await });
+            .spawn(async move { process(work, def, address, runner, run).await }.instrument(span));
     }
 
     /// The events of `head`'s group due now that the policy would pick
@@ -148,13 +157,16 @@ impl Run {
         for (id, finished) in done.finished {
             match finished {
                 Finished::Processed(result) => {
+                    self.metrics.event_processed();
                     waiters.answer(actor, key, id, EventOutcome::Processed(result));
                 }
                 Finished::Failed(error, AfterFailure::DeadLettered) => {
+                    self.metrics.event_failed(true);
                     tracing::warn!(actor = &**actor, key = &**key, event = id, %error, "event dead-lettered");
                     waiters.answer(actor, key, id, EventOutcome::DeadLettered(error));
                 }
                 Finished::Failed(error, _) => {
+                    self.metrics.event_failed(false);
                     tracing::info!(actor = &**actor, key = &**key, event = id, %error, "event failed; it will be retried");
                 }
                 Finished::Conflict => {}

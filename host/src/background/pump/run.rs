@@ -88,7 +88,9 @@ impl Run {
                 .open_reader(&self.address)
                 .map_err(|e| self.storage(e))?,
         );
+        self.count_depth(true);
         loop {
+            self.count_depth(false);
             self.shared.kicked.store(false, Ordering::SeqCst);
             let now = now_ms();
             let free = MAX_PROCESS_CALLS_PER_INSTANCE.saturating_sub(self.in_flight.len());
@@ -153,6 +155,7 @@ impl Run {
 
     /// Ends a pump whose instance does not exist (or has no queue).
     fn end_gone(&mut self) -> Result<(), Error> {
+        self.metrics.queue_depth(&self.address.key, 0);
         self.work
             .core
             .store
@@ -169,6 +172,7 @@ impl Run {
     /// `declined` (the retry wait) when due events were there but not
     /// taken; `None` when the queue was empty.
     fn end(&mut self, declined: Option<Duration>) -> Result<bool, Error> {
+        self.count_depth(true);
         let reader = self.reader();
         let marked = self
             .work
