@@ -289,14 +289,16 @@ async fn a_rollback_puts_back_the_previous_component() {
 }
 
 /// A queue draining while its actor is deployed processes every event
-/// once: workers of the old code are dropped, none of their events lost.
+/// once: the events before the deploy on the old code (the queue probe,
+/// which logs each in `log`), the rest on the new one (the conformance
+/// actor, which records each in `processed`), none on both, none lost.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_queue_draining_across_deploys_processes_each_event_once() {
+async fn a_queue_draining_across_a_deploy_processes_each_event_once_then_on_the_new_code() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[queue_probe()]).await;
     const EVENTS: usize = 40;
     let events: Vec<Value> = (0..EVENTS)
-        .map(|_| json!({"type": "slow", "payload": {"ms": 15}}))
+        .map(|i| json!({"type": "slow", "payload": {"ms": 15, "label": format!("e{i:02}")}}))
         .collect();
     call(
         &host,
@@ -306,38 +308,50 @@ async fn a_queue_draining_across_deploys_processes_each_event_once() {
         &json!([events]).to_string(),
     )
     .await;
-    let bytes = component(programs::QUEUE_PROBE);
-    let mut deploys = 0;
-    let log = eventually(Duration::from_secs(60), "the queue drained", async || {
-        let log = call(&host, "queue-probe", "q", "log", "[]").await;
-        let n = log.as_array().unwrap().len();
-        if n >= 5 && deploys < 3 && n < EVENTS {
-            host.deploy("queue-probe", bytes.clone(), false)
-                .await
-                .unwrap();
-            deploys += 1;
-        }
-        (n == EVENTS).then_some(log)
+    let table = |name: &str| -> Vec<Vec<Value>> {
+        let inspection = host.inspect("queue-probe", "q").unwrap();
+        inspection
+            .tables
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| t.rows)
+            .unwrap_or_default()
+    };
+    eventually(Duration::from_secs(60), "the first events", async || {
+        (table("log").len() >= 5).then_some(())
     })
     .await;
-    assert!(deploys > 0, "the queue drained before any deploy");
-    let mut ids: Vec<i64> = log
-        .as_array()
-        .unwrap()
+    host.deploy("queue-probe", component(programs::CONFORMANCE_RUST), false)
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the queue drained", async || {
+        let view = host.queue("queue-probe", "q").unwrap();
+        (view.pending_count == 0 && table("log").len() + table("processed").len() >= EVENTS)
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let old: Vec<i64> = table("log")
         .iter()
-        .map(|e| e["event_id"].as_i64().unwrap())
+        .map(|r| r[1].as_i64().unwrap())
+        .collect();
+    let new: Vec<i64> = table("processed")
+        .iter()
+        .map(|r| r[1].as_i64().unwrap())
         .collect();
     assert!(
-        log.as_array().unwrap().iter().all(|e| e["attempt"] == 1),
-        "{log}"
+        old.len() < EVENTS,
+        "every event ran on the old code: {old:?}"
     );
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), EVENTS, "an event was processed twice: {log}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let after = call(&host, "queue-probe", "q", "log", "[]").await;
-    assert_eq!(after.as_array().unwrap().len(), EVENTS);
-    assert_eq!(host.queue("queue-probe", "q").unwrap().pending_count, 0);
+    assert!(!new.is_empty(), "no event ran on the new code");
+    let mut all: Vec<i64> = old.iter().chain(&new).copied().collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        (all.len(), old.len() + new.len()),
+        (EVENTS, EVENTS),
+        "old {old:?}, new {new:?}"
+    );
     host.shutdown().await;
 }
 
