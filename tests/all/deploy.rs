@@ -206,7 +206,7 @@ async fn check_refuses_a_rename_and_a_workflow_finishes_once_on_the_new_code() {
     host.create(
         "stepper",
         "across",
-        r#"{"steps": 2, "then_sleep_ms": 1500}"#,
+        r#"{"steps": 2, "then_sleep_ms": 4000}"#,
     )
     .await
     .unwrap();
@@ -240,6 +240,26 @@ async fn check_refuses_a_rename_and_a_workflow_finishes_once_on_the_new_code() {
         "waiting"
     );
     assert_eq!(call(&host, "stepper", "renamed", "count", "[]").await, 2);
+
+    // A component whose workflow does not take these inputs would fail
+    // both unfinished workflows at their next run.
+    let e = host
+        .deploy("stepper", component(programs::PAYMENT), true)
+        .await
+        .unwrap_err();
+    let Error::WouldDiverge { divergences, .. } = &e else {
+        panic!("expected would-diverge, got {e}");
+    };
+    let mut keys: Vec<&str> = divergences.iter().map(|d| d.key.as_str()).collect();
+    keys.sort();
+    assert_eq!(keys, ["across", "renamed"], "{e}");
+    assert!(
+        divergences
+            .iter()
+            .all(|d| d.message.contains("fails the workflow")),
+        "{e}"
+    );
+    assert_eq!(host.component("stepper").unwrap().0, 0);
 
     host.destroy("stepper", "renamed").await.unwrap();
     let deployed = host.deploy("stepper", next, true).await.unwrap();

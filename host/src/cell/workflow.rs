@@ -238,6 +238,7 @@ impl Cell {
             None => RunEnd::Finished,
         })
     }
+
     /// Replays the instance's workflow against this cell's code without
     /// keeping anything (a deploy's check; the cell was started as a dry
     /// run): the run stops where its history ends or a step would run.
@@ -273,8 +274,14 @@ impl Cell {
             return Ok(Some(diverged));
         }
         match result {
+            // Replaying what the old code recorded, the new code fails the
+            // workflow (its input no longer fits, say): its next run would.
+            Ok(RunOutcome::Failed(Failure { code, message })) => Ok(Some(format!(
+                "the replay of its history fails the workflow: {}",
+                failure_text(&format!("{code}: {message}"))
+            ))),
             Ok(_) => Ok(None),
-            // The replay of recorded steps failed before the history ended:
+            // The replay of recorded steps trapped before the history ended:
             // the new code would not get past it either.
             Err(e) => Ok(Some(format!("the replay failed: {e}"))),
         }
