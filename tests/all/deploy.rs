@@ -202,11 +202,12 @@ async fn check_refuses_a_rename_and_a_workflow_finishes_once_on_the_new_code() {
     )
     .await
     .unwrap();
-    // Wakes from `rest` in a moment: it finishes on whichever code runs then.
+    // Wakes from `rest` after the deploys below (10 s, for a busy machine):
+    // it finishes on the new code.
     host.create(
         "stepper",
         "across",
-        r#"{"steps": 2, "then_sleep_ms": 4000}"#,
+        r#"{"steps": 2, "then_sleep_ms": 10000}"#,
     )
     .await
     .unwrap();
@@ -262,12 +263,12 @@ async fn check_refuses_a_rename_and_a_workflow_finishes_once_on_the_new_code() {
     assert_eq!(host.component("stepper").unwrap().0, 0);
 
     host.destroy("stepper", "renamed").await.unwrap();
-    let deployed = host.deploy("stepper", next, true).await.unwrap();
-    assert_eq!((deployed.version, deployed.checked), (1, 1));
     assert!(
         workflow_status(&host, "stepper", "across").await == "waiting",
         "the workflow finished before the deploy; make its sleep longer"
     );
+    let deployed = host.deploy("stepper", next, true).await.unwrap();
+    assert_eq!((deployed.version, deployed.checked), (1, 1));
     workflow_reaches(&host, "stepper", "across", "completed").await;
     // Two steps on the old code, the last one once on the new: 2 + 100.
     assert_eq!(call(&host, "stepper", "across", "count", "[]").await, 102);
