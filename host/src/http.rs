@@ -202,15 +202,18 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
             "/actors/{actor}/{key}/queue/dead-letters/{id}",
             axum::routing::delete(discard),
         )
-        .fallback(no_route)
-        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES));
     let router = if serving.ui {
         router.merge(ui::routes())
     } else {
         router
     };
-    router.with_state(host)
+    // After the merge, so that the inspector's routes answer a wrong
+    // method with the same JSON error as the API's.
+    router
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(host)
 }
 
 /// Serves the API on `addr` until `shutdown` resolves, then puts every
