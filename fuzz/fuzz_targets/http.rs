@@ -1,5 +1,9 @@
 //! Arbitrary HTTP requests against the API router: no input alone may
-//! cause a 500, and every error answer is the documented JSON shape.
+//! cause a 500, and every error answer is the documented JSON shape. Each
+//! request goes to a server without tokens or to one with them (as no one,
+//! a client, an admin, or with a wrong or arbitrary `Authorization`, and
+//! perhaps with headers only hosts of a cluster send); without a valid
+//! token, nothing but `/healthz` and the inspector's files answers 2xx.
 //!
 //! With `BURROW_FUZZ_COUNTER` set to a counter component, requests can
 //! reach a real actor named `counter`.
@@ -19,8 +23,22 @@ use tower::ServiceExt;
 struct World {
     runtime: tokio::runtime::Runtime,
     router: axum::Router,
+    guarded: axum::Router,
     _dir: std::path::PathBuf,
 }
+
+const ADMIN: &str = "admin-secret-0123456789";
+const CLIENT: &str = "client-secret-0123456789";
+const TOKENS: &str = r#"
+    [tokens.ops]
+    role = "admin"
+    secret = "admin-secret-0123456789"
+    [tokens.web]
+    role = "client"
+    secret = "client-secret-0123456789"
+    actors = ["counter"]
+    rate = 1000
+"#;
 
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
@@ -37,7 +55,14 @@ fn world() -> &'static World {
             ..HostConfig::default()
         };
         let host = runtime.block_on(Host::start(config, &actors)).unwrap();
+        let serving = burrow::http::Serving {
+            access: burrow::http::Access::with_tokens(
+                burrow::tokens::Tokens::parse(TOKENS).unwrap(),
+            ),
+            ..burrow::http::Serving::default()
+        };
         World {
+            guarded: burrow::http::router_with(host.clone(), serving),
             router: burrow::http::router(host),
             runtime,
             _dir: dir,
@@ -67,12 +92,31 @@ const SEGMENTS: &[&str] = &[
     "",
 ];
 
+const HOST_HEADERS: &[&str] = &[
+    "x-burrow-forwarded",
+    "x-burrow-chain",
+    "x-burrow-caller",
+    "x-burrow-signature",
+];
+
+#[derive(Debug, Arbitrary)]
+enum Auth {
+    /// The server without tokens.
+    Open,
+    Nobody,
+    Client,
+    Admin,
+    Header(String),
+}
+
 #[derive(Debug, Arbitrary)]
 struct Input {
     method: u8,
     segments: Vec<u8>,
     raw_path: Option<String>,
     body: Vec<u8>,
+    auth: Auth,
+    host_header: Option<(u8, String)>,
 }
 
 fuzz_target!(|input: Input| {
@@ -90,19 +134,44 @@ fuzz_target!(|input: Input| {
             format!("/{}", parts.join("/"))
         }
     };
-    let Ok(request) = Request::builder()
-        .method(method)
-        .uri(&path)
-        .body(Body::from(input.body))
-    else {
+    let mut request = Request::builder().method(method).uri(&path);
+    let authorization = match &input.auth {
+        Auth::Open | Auth::Nobody => None,
+        Auth::Client => Some(format!("Bearer {CLIENT}")),
+        Auth::Admin => Some(format!("Bearer {ADMIN}")),
+        Auth::Header(value) => Some(value.clone()),
+    };
+    if let Some(value) = &authorization {
+        request = request.header("authorization", value);
+    }
+    if let Some((which, value)) = &input.host_header {
+        request = request.header(HOST_HEADERS[*which as usize % HOST_HEADERS.len()], value);
+    }
+    let Ok(request) = request.body(Body::from(input.body)) else {
         return; // not a request a client could send
+    };
+    let router = match input.auth {
+        Auth::Open => &world.router,
+        _ => &world.guarded,
     };
     let response = world
         .runtime
-        .block_on(world.router.clone().oneshot(request))
+        .block_on(router.clone().oneshot(request))
         .unwrap();
     let status = response.status().as_u16();
     assert_ne!(status, 500, "{method} {path} answered 500");
+    let token = authorization
+        .as_deref()
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    let proven = matches!(input.auth, Auth::Open) || matches!(token, Some(CLIENT | ADMIN));
+    let public = path == "/healthz" || path.starts_with("/ui");
+    if !proven && !public {
+        assert!(
+            !(200..300).contains(&status),
+            "{method} {path} answered {status} without a token"
+        );
+    }
     // A HEAD answer has no body, by HTTP's rules.
     if status >= 400 && method != "HEAD" {
         let body = world

@@ -35,9 +35,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{DefaultBodyLimit, OriginalUri, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, OriginalUri, Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -46,29 +44,37 @@ use serde_json::{Value, json};
 
 use crate::SendOptions;
 use crate::address::Address;
-use crate::client::{ErrorBody, ErrorDetail, GuestFailure, Hello, Lagged};
+use crate::caller::Caller;
+use crate::client::{ErrorBody, ErrorDetail, GuestFailure};
 use crate::config::{
-    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_CLIENT_MESSAGE_BYTES,
-    MAX_COMPONENT_BYTES, MAX_SEND_WAIT,
+    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES, MAX_SEND_WAIT,
 };
-use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
 use crate::runtime::Deployed;
 
+mod auth;
+mod connect;
 mod ui;
 mod views;
 
+pub use auth::Access;
+
 /// What a server serves beside the JSON API.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct Serving {
     /// The web inspector at `/ui` (`burrow serve --no-ui` turns it off).
     pub ui: bool,
+    /// Who may do what (`burrow serve --tokens FILE`).
+    pub access: Access,
 }
 
 impl Default for Serving {
     fn default() -> Serving {
-        Serving { ui: true }
+        Serving {
+            ui: true,
+            access: Access::open(),
+        }
     }
 }
 
@@ -166,6 +172,10 @@ pub fn router(host: Host) -> Router {
 
 /// The router of the HTTP API over `host`, with what `serving` asks for.
 pub fn router_with(host: Host, serving: Serving) -> Router {
+    let guard = auth::Guard {
+        host: host.clone(),
+        access: serving.access.clone(),
+    };
     let router = Router::new()
         .route("/healthz", get(health))
         .route("/metrics", get(metrics))
@@ -193,7 +203,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .route("/actors/{actor}/{key}/queue", get(queue).post(send))
         .route("/actors/{actor}/{key}/workflow", get(workflow))
-        .route("/actors/{actor}/{key}/connect", get(connect))
+        .route("/actors/{actor}/{key}/connect", get(connect::connect))
         .route(
             "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
             post(requeue),
@@ -202,7 +212,10 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
             "/actors/{actor}/{key}/queue/dead-letters/{id}",
             axum::routing::delete(discard),
         )
-        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES));
+        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
+        .route_layer(axum::middleware::from_fn_with_state(guard, auth::guard));
+    // The inspector's files hold no data: its pages ask the API, with the
+    // token the user gives them.
     let router = if serving.ui {
         router.merge(ui::routes())
     } else {
@@ -342,6 +355,7 @@ fn chain(headers: &HeaderMap) -> Result<Vec<Address>, ApiError> {
 /// What forwarding a request to another host needs of it.
 struct Incoming {
     hop: Hop,
+    caller: Caller,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -349,9 +363,10 @@ struct Incoming {
 }
 
 impl Incoming {
-    fn new(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Incoming {
+    fn new(method: Method, uri: Uri, headers: HeaderMap, caller: Caller, body: Bytes) -> Incoming {
         Incoming {
             hop: hop(&headers),
+            caller,
             method,
             uri,
             headers,
@@ -388,6 +403,7 @@ where
             path,
             content_type,
             None,
+            &incoming.caller,
             incoming.body.clone(),
             host.forward_timeout(actor, Duration::ZERO),
         )
@@ -431,6 +447,7 @@ async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>
 async fn call(
     State(host): State<Host>,
     headers: HeaderMap,
+    Extension(_caller): Extension<Caller>,
     path: Result<Path<(String, String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
@@ -470,6 +487,7 @@ async fn create(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
@@ -483,7 +501,7 @@ async fn create(
         std::str::from_utf8(&body)
             .map_err(|e| ApiError::new(400, "invalid-arguments", e.to_string()))?
     };
-    let incoming = Incoming::new(method, uri, headers, body.clone());
+    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -499,10 +517,11 @@ async fn destroy(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -518,10 +537,11 @@ async fn state(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -541,10 +561,11 @@ async fn inspect(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -697,10 +718,11 @@ async fn queue(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -723,10 +745,11 @@ async fn workflow(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -749,10 +772,11 @@ async fn requeue(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -768,10 +792,11 @@ async fn discard(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -780,264 +805,4 @@ async fn discard(
         }
     })
     .await
-}
-
-/// The query of a connect request.
-#[derive(serde::Deserialize)]
-struct ConnectQuery {
-    /// The connection parameters, JSON text.
-    params: Option<String>,
-}
-
-async fn connect(
-    State(host): State<Host>,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    path: Result<Path<(String, String)>, PathRejection>,
-    query: Result<Query<ConnectQuery>, QueryRejection>,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    let Query(query) = query.map_err(|e| {
-        ApiError::new(
-            400,
-            "invalid-arguments",
-            format!("the query is not acceptable: {e}"),
-        )
-    })?;
-    let upgrade = upgrade.map_err(|e| {
-        ApiError::new(
-            426,
-            "not-a-websocket",
-            format!("connect is a WebSocket endpoint: {e}"),
-        )
-    })?;
-    let params = query.params.unwrap_or_else(|| "null".into());
-    if let Some(owner) = host.locate(&actor, &key).await? {
-        if hop(&headers) == Hop::Forwarded {
-            return Err(Error::Moved {
-                actor,
-                key,
-                owner: owner.id,
-                address: owner.address,
-                live: true,
-            }
-            .into());
-        }
-        return proxy_connection(&host, &actor, &owner.address, &uri, upgrade).await;
-    }
-    let connection = host.connect(&actor, &key, &params).await?;
-    // From here the connect hook has committed: the disconnect hook runs
-    // whatever happens, also when the upgrade fails (the callback is then
-    // dropped, and the connection with it).
-    let open = OpenConnection {
-        host,
-        actor,
-        key,
-        connection: Some(connection),
-    };
-    let upgrade = upgrade
-        .read_buffer_size(MAX_CLIENT_MESSAGE_BYTES)
-        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES)
-        .write_buffer_size(0);
-    Ok(upgrade.on_upgrade(move |socket| serve_connection(open, socket)))
-}
-
-/// Connects the client to the host of the cluster that serves the
-/// instance: the connect hook runs there, and frames pass through this
-/// host both ways until either side closes. A refusal there (a status
-/// other than 101) is this request's answer.
-async fn proxy_connection(
-    host: &Host,
-    actor: &str,
-    base: &str,
-    uri: &Uri,
-    upgrade: WebSocketUpgrade,
-) -> ApiResult<Response> {
-    use tokio_tungstenite::tungstenite;
-    use tungstenite::client::IntoClientRequest;
-
-    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    let target = format!(
-        "{}{path}",
-        base.trim_end_matches('/')
-            .replacen("http://", "ws://", 1)
-            .replacen("https://", "wss://", 1)
-    );
-    let unreachable = |why: String| {
-        ApiError::from(Error::ClusterUnavailable(format!(
-            "the host that serves this instance, at {base}, cannot be reached: {why}"
-        )))
-    };
-    let mut request = target
-        .into_client_request()
-        .map_err(|e| unreachable(e.to_string()))?;
-    if let Ok(id) = axum::http::HeaderValue::from_str(&host.member_id()) {
-        request.headers_mut().insert(FORWARDED_HEADER, id);
-    }
-    let config = tungstenite::protocol::WebSocketConfig::default()
-        .max_message_size(Some(crate::config::MAX_BROADCAST_BYTES * 4))
-        .max_frame_size(Some(crate::config::MAX_BROADCAST_BYTES * 4));
-    let timeout = host.forward_timeout(actor, Duration::ZERO);
-    let connected = tokio::time::timeout(
-        timeout,
-        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
-    )
-    .await
-    .map_err(|_| unreachable(format!("no answer within {} ms", timeout.as_millis())))?;
-    let owner = match connected {
-        Ok((owner, _)) => owner,
-        Err(tungstenite::Error::Http(answer)) => {
-            let status =
-                StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-            let body = answer.into_body().unwrap_or_default();
-            return Ok((
-                status,
-                [(axum::http::header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response());
-        }
-        Err(e) => return Err(unreachable(e.to_string())),
-    };
-    let upgrade = upgrade
-        .read_buffer_size(MAX_CLIENT_MESSAGE_BYTES)
-        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .max_frame_size(MAX_CLIENT_MESSAGE_BYTES);
-    Ok(upgrade.on_upgrade(move |client| pass_frames(client, owner)))
-}
-
-/// Passes frames between a client and the host that serves its
-/// connection until either closes.
-async fn pass_frames(
-    mut client: WebSocket,
-    mut owner: tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-) {
-    use futures_util::StreamExt;
-    use tokio_tungstenite::tungstenite::Message as Frame;
-    loop {
-        tokio::select! {
-            from_owner = owner.next() => match from_owner {
-                Some(Ok(Frame::Text(text))) => {
-                    if client.send(Message::Text(text.as_str().into())).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Ok(Frame::Binary(bytes))) => {
-                    if client.send(Message::Binary(bytes)).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Ok(Frame::Ping(_) | Frame::Pong(_) | Frame::Frame(_))) => {}
-                Some(Ok(Frame::Close(_)) | Err(_)) | None => {
-                    let _ = client.send(Message::Close(None)).await;
-                    break;
-                }
-            },
-            from_client = client.recv() => match from_client {
-                Some(Ok(Message::Close(_)) | Err(_)) | None => {
-                    let _ = owner.close(None).await;
-                    break;
-                }
-                // Clients only listen; what else they send is not passed on.
-                Some(Ok(_)) => {}
-            },
-        }
-    }
-}
-
-/// A connection whose connect hook committed. Its disconnect hook runs
-/// once, when it is closed, or (in a task of its own) when it is dropped
-/// unclosed: a failed upgrade, a task cancelled.
-struct OpenConnection {
-    host: Host,
-    actor: String,
-    key: String,
-    connection: Option<Connection>,
-}
-
-impl OpenConnection {
-    fn connection(&mut self) -> &mut Connection {
-        self.connection.as_mut().expect("open until closed")
-    }
-
-    /// Unregisters the connection and runs the disconnect hook.
-    async fn close(mut self) {
-        if let Some(connection) = self.connection.take() {
-            disconnect(&self.host, &self.actor, &self.key, connection).await;
-        }
-    }
-}
-
-impl Drop for OpenConnection {
-    fn drop(&mut self) {
-        let Some(connection) = self.connection.take() else {
-            return;
-        };
-        let id = connection.id;
-        let (host, actor, key) = (
-            self.host.clone(),
-            std::mem::take(&mut self.actor),
-            std::mem::take(&mut self.key),
-        );
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move { disconnect(&host, &actor, &key, connection).await });
-            }
-            Err(_) => tracing::warn!(
-                %actor, %key, connection = id,
-                "the disconnect hook cannot run: the runtime is gone"
-            ),
-        }
-    }
-}
-
-/// Unregisters `connection` and runs its disconnect hook.
-async fn disconnect(host: &Host, actor: &str, key: &str, connection: Connection) {
-    let id = connection.id;
-    match host.disconnect(actor, key, connection).await {
-        Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
-        Err(e) => {
-            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
-        }
-    }
-}
-
-/// Sends the instance's events to one client until either side closes,
-/// then runs the disconnect hook.
-async fn serve_connection(mut open: OpenConnection, mut socket: WebSocket) {
-    let connection = open.connection();
-    let id = connection.id;
-    let hello = serde_json::to_string(&Hello { connected: id }).expect("a frame serializes");
-    if socket.send(Message::Text(hello.into())).await.is_ok() {
-        loop {
-            tokio::select! {
-                received = connection.next() => {
-                    let text = match received {
-                        Received::Frame(frame) => frame.to_string(),
-                        Received::Lagged(missed) => serde_json::to_string(&Lagged { lagged: missed })
-                            .expect("a frame serializes"),
-                        Received::Closed => {
-                            let _ = socket.send(Message::Close(None)).await;
-                            break;
-                        }
-                    };
-                    if socket.send(Message::Text(text.into())).await.is_err() {
-                        break;
-                    }
-                }
-                incoming = socket.recv() => match incoming {
-                    // Clients only listen; anything they send but a close is
-                    // ignored. A message past MAX_CLIENT_MESSAGE_BYTES is an
-                    // error: it ends the connection.
-                    Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-                    Some(Ok(_)) => {}
-                },
-            }
-        }
-    }
-    open.close().await;
 }

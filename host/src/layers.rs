@@ -7,13 +7,20 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "address", "bindings", "blocking", "cache", "config", "deadline", "engine", "error",
-            "metrics", "watchdog",
+            "address", "bindings", "blocking", "cache", "caller", "config", "deadline", "engine",
+            "error", "metrics", "watchdog",
         ],
     ),
     (
         "data",
-        &["storage", "manifest", "inspect", "connections", "presence"],
+        &[
+            "storage",
+            "manifest",
+            "inspect",
+            "connections",
+            "presence",
+            "tokens",
+        ],
     ),
     ("instance", &["instance"]),
     ("capabilities", &["capability", "definition"]),
@@ -28,6 +35,9 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// come from: `crate::Host` names the public host as `crate::host` does.
 const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Host", "host"),
+    ("Caller", "caller"),
+    ("Identity", "caller"),
+    ("Role", "caller"),
     ("SendOptions", "host"),
     ("SendOutcome", "host"),
     ("EventOutcome", "queue"),

@@ -6,6 +6,8 @@
 //! data_dir = ".burrow"
 //! synchronous = "normal"      # off | normal | full
 //! ui = true                   # the web inspector at /ui (default true)
+//! tokens = "tokens.toml"      # API tokens (default: none, loopback only)
+//! open_metrics = false        # /metrics without a token (default false)
 //!
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
@@ -80,6 +82,11 @@ pub struct HostSection {
     /// Whether `burrow serve` serves the web inspector at `/ui` (default
     /// true; `--no-ui` turns it off too).
     pub ui: Option<bool>,
+    /// The API tokens file `burrow serve` checks requests against
+    /// (`--tokens` wins).
+    pub tokens: Option<PathBuf>,
+    /// Whether `/metrics` is served without a token (default false).
+    pub open_metrics: Option<bool>,
 }
 
 /// One actor of the manifest.
@@ -172,6 +179,11 @@ impl Manifest {
             cluster: raw.cluster,
             actors,
         })
+    }
+
+    /// The API tokens file the manifest names, relative to its directory.
+    pub fn tokens(&self) -> Option<PathBuf> {
+        self.host.tokens.as_ref().map(|path| self.dir.join(path))
     }
 
     /// The data directory the manifest asks for, relative to its directory.

@@ -111,7 +111,10 @@ function notice(text, isError) {
   return el("p", { class: isError ? "notice error" : "notice", role: isError ? "alert" : "status" }, text);
 }
 
+// A server that checks API tokens answers 401 until the inspector has an
+// admin token: it asks for one, and keeps it in this tab only.
 function failure(error) {
+  if (error && error.status === 401) return tokenForm(error);
   const code = error && error.code ? `${error.code}: ` : "";
   return notice(`${code}${error && error.message ? error.message : error}`, true);
 }
@@ -119,6 +122,31 @@ function failure(error) {
 // ---- The JSON API ---------------------------------------------------------
 
 const enc = encodeURIComponent;
+
+const TOKEN_KEY = "burrow-token";
+
+function token() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  } catch (_) {
+    return "";
+  }
+}
+
+function tokenForm(error) {
+  const input = el("input", { type: "password", autocomplete: "off", spellcheck: "false" });
+  return el("form", {
+    class: "row",
+    onsubmit: (e) => {
+      e.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      route();
+    },
+  },
+  notice(`${error.message}. This server needs an admin API token; it is kept in this tab only.`, true),
+  el("label", {}, "API token", input),
+  el("button", { type: "submit" }, "Use token"));
+}
 
 class ApiError extends Error {
   constructor(status, code, message) {
@@ -130,6 +158,7 @@ class ApiError extends Error {
 
 async function api(method, path, body) {
   const init = { method, headers: { accept: "application/json" } };
+  if (token()) init.headers.authorization = `Bearer ${token()}`;
   if (body !== undefined) {
     init.headers["content-type"] = "application/json";
     init.body = body;
@@ -536,7 +565,11 @@ async function eventsView(body, actor, key) {
     const mine = socket;
     fill(state, badge("connecting"));
     button.textContent = "Disconnect";
-    mine.onopen = () => fill(state, badge("connected"));
+    mine.onopen = () => {
+      // A browser cannot set a WebSocket's headers: the token goes first.
+      if (token()) mine.send(JSON.stringify({ token: token() }));
+      fill(state, badge("connected"));
+    };
     mine.onmessage = (message) => {
       let frame;
       try {
@@ -546,6 +579,7 @@ async function eventsView(body, actor, key) {
         return;
       }
       if (frame.connected !== undefined) entry(`connected as ${frame.connected}`);
+      else if (frame.error !== undefined) entry(`refused: ${frame.error.code}: ${frame.error.message}`);
       else if (frame.lagged !== undefined) entry(`missed ${frame.lagged} events (reading too slowly)`);
       else entry(JSON.stringify(frame.payload), el("strong", { class: "mono" }, `${frame.event} `));
     };

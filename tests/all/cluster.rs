@@ -167,6 +167,14 @@ impl Drop for Cluster {
     }
 }
 
+fn hex_json(value: &Value) -> String {
+    value
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 async fn call(client: &Client, actor: &str, key: &str, action: &str, args: Value) -> Value {
     let text = client
         .call(actor, key, action, &args.to_string())
@@ -642,6 +650,32 @@ async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
         assert!(Instant::now() < deadline, "no disconnect: {log}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // A request that only claims to come from a host is refused: with no
+    // signature, a made-up one, or one that signs another request.
+    let forged = |headers: &[(&str, &str)]| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/actors/talk/x/actions/note", cluster.url(0)))
+            .body(r#"["forged"]"#);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    let caller = hex_json(&json!({"actor": {"actor": "talk", "key": "y"}}));
+    let stale = format!("{}.{}", 1_000, "ab".repeat(32));
+    for headers in [
+        vec![("x-burrow-forwarded", "host-1")],
+        vec![("x-burrow-chain", r#"[["talk", "y"]]"#)],
+        vec![
+            ("x-burrow-forwarded", "host-1"),
+            ("x-burrow-caller", caller.as_str()),
+            ("x-burrow-signature", stale.as_str()),
+        ],
+    ] {
+        let answer = forged(&headers).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 401, "{headers:?}");
+    }
+    assert!(!notes(&a, "x").await.contains_key("forged"));
     // A destroy through the other host.
     b.destroy("talk", "x").await.unwrap();
     assert_eq!(a.keys("talk").await.unwrap(), ["y"]);

@@ -32,6 +32,7 @@ mod sandbox_bounds;
 mod sandbox_limits;
 mod sandbox_names;
 mod schedules;
+mod security;
 mod timers;
 mod transactions;
 mod ui;

@@ -89,6 +89,24 @@ pub struct HostArgs {
     pub max_connections: usize,
 }
 
+/// Who may use a server (see README's "Security").
+#[derive(Debug, clap::Args)]
+pub struct AccessArgs {
+    /// Check requests against the API tokens in this TOML file (also
+    /// `tokens = "FILE"` under `[host]`). Without tokens, a server listens
+    /// only on a loopback address.
+    #[arg(long)]
+    pub tokens: Option<PathBuf>,
+    /// Serve on an address other than a loopback one without tokens:
+    /// anyone who can reach it may do everything.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// Serve `/metrics` without a token (also `open_metrics = true` under
+    /// `[host]`).
+    #[arg(long)]
+    pub open_metrics: bool,
+}
+
 /// Settings of a host that joins a cluster (each also under `[cluster]` in
 /// the manifest; a flag wins).
 #[derive(Debug, clap::Args)]
@@ -152,6 +170,9 @@ pub enum Command {
         /// in the manifest).
         #[arg(long)]
         no_ui: bool,
+        /// Who may use the server.
+        #[command(flatten)]
+        access: AccessArgs,
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,
@@ -216,6 +237,9 @@ pub enum Command {
         /// Address to listen on.
         #[arg(long, default_value = DEFAULT_LISTEN)]
         listen: SocketAddr,
+        /// Who may use the server.
+        #[command(flatten)]
+        access: AccessArgs,
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,

@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
-use super::HostArgs;
 use super::build::run_build_command;
-use super::embedded::{host_config, load_manifest, stop_signal};
+use super::embedded::{access_of, host_config, load_manifest, stop_signal};
+use super::{AccessArgs, HostArgs};
 use crate::host::Host;
 use crate::manifest::ActorSpec;
 
@@ -35,8 +35,14 @@ type Fingerprint = BTreeMap<PathBuf, (Option<SystemTime>, u64)>;
 
 /// Serves the manifest on `listen` and redeploys each actor whose watched
 /// files change, until Ctrl-C or SIGTERM.
-pub(super) async fn dev(manifest_path: &Path, listen: SocketAddr, args: &HostArgs) -> Result<()> {
+pub(super) async fn dev(
+    manifest_path: &Path,
+    listen: SocketAddr,
+    access: &AccessArgs,
+    args: &HostArgs,
+) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
+    let access = access_of(&manifest, access, listen)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let config = host_config(&manifest, args);
     let listener = tokio::net::TcpListener::bind(listen)
@@ -61,6 +67,7 @@ pub(super) async fn dev(manifest_path: &Path, listen: SocketAddr, args: &HostArg
     let watcher = tokio::spawn(watch(host.clone(), watched, manifest.dir.clone()));
     let serving = crate::http::Serving {
         ui: manifest.host.ui.unwrap_or(true),
+        access,
     };
     let served = crate::http::serve_with(host, listener, serving, stop_signal()).await;
     watcher.abort();

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::{ClusterArgs, HostArgs};
+use super::{AccessArgs, ClusterArgs, HostArgs};
 use crate::config::{ClusterConfig, HostConfig, parse_duration};
 use crate::host::Host;
 use crate::manifest::Manifest;
@@ -90,10 +90,12 @@ pub(super) async fn serve(
     manifest_path: &Path,
     listen: SocketAddr,
     no_ui: bool,
+    access: &AccessArgs,
     args: &HostArgs,
     cluster: &ClusterArgs,
 ) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
+    let access = access_of(&manifest, access, listen)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let mut config = host_config(&manifest, args);
     config.cluster = cluster_config(&manifest, cluster, listen)?;
@@ -105,9 +107,38 @@ pub(super) async fn serve(
     let host = Host::start(config, &actors).await?;
     let serving = crate::http::Serving {
         ui: !no_ui && manifest.host.ui.unwrap_or(true),
+        access,
     };
     crate::http::serve_with(host, listener, serving, stop_signal()).await?;
     Ok(())
+}
+
+/// Who may use a server on `listen`, from its flags and the manifest's
+/// `[host]`. Without tokens, only a loopback address is served, unless
+/// `--insecure-no-auth` says otherwise.
+pub(super) fn access_of(
+    manifest: &Manifest,
+    args: &AccessArgs,
+    listen: SocketAddr,
+) -> Result<crate::http::Access> {
+    let open_metrics = args.open_metrics || manifest.host.open_metrics.unwrap_or(false);
+    let tokens = args.tokens.clone().or_else(|| manifest.tokens());
+    if let Some(path) = tokens {
+        let tokens = crate::tokens::Tokens::load(&path)?;
+        tracing::info!(tokens = tokens.iter().count(), file = %path.display(), "requests need an API token");
+        return Ok(crate::http::Access::with_tokens(tokens).open_metrics(open_metrics));
+    }
+    if !listen.ip().is_loopback() {
+        if !args.insecure_no_auth {
+            anyhow::bail!(
+                "refusing to serve on {listen} without API tokens: anyone who can reach it could \
+                 call, read, destroy and deploy anything. Give --tokens FILE (or `tokens` under \
+                 [host]), listen on a loopback address, or say --insecure-no-auth"
+            );
+        }
+        tracing::warn!(address = %listen, "serving without API tokens on an address other hosts can reach (--insecure-no-auth)");
+    }
+    Ok(crate::http::Access::open().open_metrics(open_metrics))
 }
 
 /// Resolves at Ctrl-C or SIGTERM.

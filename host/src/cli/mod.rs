@@ -24,7 +24,8 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 pub use args::{
-    Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, LogFormat, Target,
+    AccessArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, LogFormat,
+    Target,
 };
 pub use output::exit_code;
 
@@ -69,14 +70,19 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Serve {
             listen,
             no_ui,
+            access,
             host,
             cluster,
         } => {
-            embedded::serve(manifest, listen, no_ui, &host, &cluster).await?;
+            embedded::serve(manifest, listen, no_ui, &access, &host, &cluster).await?;
             Ok(None)
         }
-        Command::Dev { listen, host } => {
-            dev::dev(manifest, listen, &host).await?;
+        Command::Dev {
+            listen,
+            access,
+            host,
+        } => {
+            dev::dev(manifest, listen, &access, &host).await?;
             Ok(None)
         }
         Command::Cluster {

@@ -10,6 +10,7 @@ mod destroy;
 mod guest_link;
 mod queue;
 mod route;
+mod signature;
 mod workflow;
 
 use std::collections::HashMap;
@@ -35,6 +36,9 @@ use guest_link::GuestLink;
 pub use queue::{SendOptions, SendOutcome};
 use route::Forwarder;
 pub use route::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Unreached};
+pub(crate) use route::{caller_from_header, caller_header};
+pub(crate) use signature::Claim;
+pub use signature::{CALLER_HEADER, MAX_SKEW, SIGNATURE_HEADER};
 
 /// The `Content-Type` of [`Host::metrics`]' text.
 pub const METRICS_CONTENT_TYPE: &str = crate::metrics::CONTENT_TYPE;

@@ -22,6 +22,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use burrow_client::{ErrorBody, GuestFailure};
+
+use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER};
+use crate::caller::Caller;
 use reqwest::{Method, StatusCode};
 
 use crate::address::Address;
@@ -228,8 +231,8 @@ impl Host {
     }
 
     /// Sends a request to the host at `base` as it came: `path_and_query`
-    /// with `method`, `content_type` and `body`; its answer must come
-    /// within `timeout`.
+    /// with `method`, `content_type` and `body`, for `caller`, signed; its
+    /// answer must come within `timeout`.
     #[allow(clippy::too_many_arguments)]
     pub async fn forward(
         &self,
@@ -238,15 +241,29 @@ impl Host {
         path_and_query: &str,
         content_type: Option<&str>,
         chain: Option<String>,
+        caller: &Caller,
         body: bytes::Bytes,
         timeout: Duration,
     ) -> Result<Forwarded, Unreached> {
         let url = format!("{}{path_and_query}", base.trim_end_matches('/'));
+        let member = self.member_id();
+        let caller = caller_header(caller);
+        let signature = Claim {
+            method: method.as_str(),
+            path_and_query,
+            forwarded: &member,
+            chain: chain.as_deref().unwrap_or(""),
+            caller: &caller,
+            body: &body,
+        }
+        .sign(self.cluster_secret());
         let mut request = self
             .forwarder
             .client
             .request(method, &url)
-            .header(FORWARDED_HEADER, self.member_id())
+            .header(FORWARDED_HEADER, member)
+            .header(CALLER_HEADER, caller)
+            .header(SIGNATURE_HEADER, signature)
             .timeout(timeout)
             .body(body);
         if let Some(content_type) = content_type {
@@ -303,6 +320,13 @@ impl Host {
             burrow_client::encode_segment(key),
             burrow_client::encode_segment(action)
         );
+        let caller = match chain.last() {
+            Some(calling) => Caller::Actor {
+                actor: calling.actor.to_string(),
+                key: calling.key.to_string(),
+            },
+            None => Caller::Client(None),
+        };
         let chain: Vec<[&str; 2]> = chain.iter().map(|a| [&*a.actor, &*a.key]).collect();
         let chain = serde_json::to_string(&chain).expect("strings serialize");
         let answer = self
@@ -312,6 +336,7 @@ impl Host {
                 &path,
                 Some("application/json"),
                 Some(chain),
+                &caller,
                 bytes::Bytes::copy_from_slice(args.as_bytes()),
                 self.forward_timeout(actor, Duration::ZERO),
             )
@@ -358,6 +383,7 @@ impl Host {
                 &path,
                 Some("application/json"),
                 None,
+                &Caller::Host,
                 bytes::Bytes::from(body.to_string()),
                 self.forward_timeout(actor, options.wait.unwrap_or_default()),
             )
@@ -372,6 +398,35 @@ impl Host {
             }),
             _ => Err(remote_error(actor, key, &answer)),
         })
+    }
+}
+
+/// The value of [`CALLER_HEADER`] for `caller`: hex of its JSON (a key
+/// may hold what a header may not).
+pub(crate) fn caller_header(caller: &Caller) -> String {
+    hex::encode(serde_json::to_vec(caller).expect("a caller serializes"))
+}
+
+/// The caller a [`CALLER_HEADER`] value names.
+pub(crate) fn caller_from_header(value: &str) -> Result<Caller, String> {
+    let json = hex::decode(value).map_err(|_| format!("{CALLER_HEADER} is not hex"))?;
+    serde_json::from_slice(&json).map_err(|e| format!("{CALLER_HEADER} names no caller: {e}"))
+}
+
+impl Host {
+    /// The key this host signs its requests to other hosts with (empty on
+    /// a host alone, which forwards nothing).
+    pub(crate) fn cluster_secret(&self) -> &[u8] {
+        self.core.store.cluster().map_or(&[], |c| c.secret())
+    }
+
+    /// Checks that a request claiming to come from another host of the
+    /// cluster does: `Err` says why not.
+    pub(crate) fn verify_peer(&self, claim: &Claim<'_>, signature: &str) -> Result<(), String> {
+        if self.core.store.cluster().is_none() {
+            return Err("this host runs alone: no other host forwards to it".into());
+        }
+        claim.verify(self.cluster_secret(), signature)
     }
 }
 

@@ -6,12 +6,13 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{OriginalUri, Path, Query, State};
+use axum::extract::{Extension, OriginalUri, Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiResult, Incoming, answered, off_the_workers, routed};
+use crate::caller::Caller;
 use crate::client::KeyList;
 use crate::host::Host;
 use crate::inspect::{INSPECT_ROWS, MAX_TABLE_PAGE_ROWS};
@@ -101,10 +102,11 @@ pub(super) async fn tables(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -134,6 +136,7 @@ pub(super) async fn table_page(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String, String)>, PathRejection>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
@@ -147,7 +150,7 @@ pub(super) async fn table_page(
         MAX_TABLE_PAGE_ROWS as u64,
         INSPECT_ROWS as u64,
     )? as usize;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key, table) = (&host, &actor, &key, &table);
         move || async move {
@@ -170,10 +173,11 @@ pub(super) async fn schedules(
     method: Method,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, Bytes::new());
+    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     on_lost: Mutex<Option<OnLost>>,
     /// What the shipper wrote since this host joined.
     shipped: ShipperStats,
+    /// The key hosts of the cluster sign their requests to each other with.
+    secret: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// What the shipper wrote.
@@ -218,11 +220,13 @@ impl Cluster {
             shipments,
             on_lost: Mutex::new(None),
             shipped: ShipperStats::default(),
+            secret: std::sync::OnceLock::new(),
         });
         let setup = shared.clone();
         let joined = runtime
             .spawn(async move {
-                create_schema(&setup).await?;
+                let secret = create_schema(&setup).await?;
+                let _ = setup.secret.set(secret);
                 members::join(&setup, 1).await
             })
             .await?;
@@ -288,6 +292,12 @@ impl Cluster {
     /// This host's membership as it is now.
     pub(crate) fn member(&self) -> Member {
         self.shared.member()
+    }
+
+    /// The key hosts of the cluster sign their requests to each other
+    /// with, shared through PostgreSQL.
+    pub(crate) fn secret(&self) -> &[u8] {
+        self.shared.secret.get().map_or(&[], Vec::as_slice)
     }
 
     /// Waits until this host is a valid member, at most a lease. Returns
@@ -439,7 +449,9 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 /// Creates the tables, one host at a time.
-async fn create_schema(shared: &Shared) -> Result<(), ClusterError> {
+/// Creates the tables if they are missing, and returns the cluster's
+/// secret (made here if no host made it before).
+async fn create_schema(shared: &Shared) -> Result<Vec<u8>, ClusterError> {
     let mut client = shared.client().await?;
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema::SCHEMA_LOCK])
@@ -448,9 +460,24 @@ async fn create_schema(shared: &Shared) -> Result<(), ClusterError> {
     tx.batch_execute("SET LOCAL client_min_messages = warning")
         .await?;
     tx.batch_execute(schema::SCHEMA).await?;
+    let mut fresh = vec![0u8; SECRET_BYTES];
+    getrandom::fill(&mut fresh)
+        .map_err(|e| ClusterError::Unavailable(format!("no random bytes for a secret: {e}")))?;
+    tx.execute(
+        "INSERT INTO burrow_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+        &[&fresh],
+    )
+    .await?;
+    let secret: Vec<u8> = tx
+        .query_one("SELECT secret FROM burrow_secret WHERE id = 1", &[])
+        .await?
+        .get(0);
     tx.commit().await?;
-    Ok(())
+    Ok(secret)
 }
+
+/// The length of the cluster's secret.
+const SECRET_BYTES: usize = 32;
 
 impl LeaseSlot {
     /// Forgets the lease held of this instance (it is void); a local copy

@@ -10,6 +10,8 @@
 //!   marks (milliseconds since the Unix epoch, as in `host.sqlite`).
 //! - `burrow_pages`: every page of every instance's database as of its
 //!   last shipped commit.
+//! - `burrow_secret`: one row, the key the hosts sign their requests to
+//!   each other with (made by the first host that finds it missing).
 //!
 //! Hosts that start together may create the tables at the same time: an
 //! advisory lock makes them take turns.
@@ -53,5 +55,9 @@ CREATE TABLE IF NOT EXISTS burrow_pages (
     pgno INTEGER NOT NULL,
     data BYTEA NOT NULL,
     PRIMARY KEY (instance, pgno)
+);
+CREATE TABLE IF NOT EXISTS burrow_secret (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    secret BYTEA NOT NULL
 );
 ";

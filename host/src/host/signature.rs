@@ -1,0 +1,141 @@
+//! Requests between the hosts of a cluster, signed: a host that forwards a
+//! request (or a call or send of guest code, or a WebSocket) signs what it
+//! claims, with the key the cluster keeps in PostgreSQL, and the host that
+//! serves it believes the claim only if the signature holds. A request that
+//! only says it comes from a host is refused.
+//!
+//! The signature is an HMAC-SHA256 over the method, the path and query,
+//! the forwarding host, the chain of calling instances, the caller, the
+//! time and a digest of the body; it is valid for [`MAX_SKEW`] either side
+//! of the signing host's clock.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+/// The header that carries the caller of a forwarded request (hex of its
+/// JSON), for the host that serves it.
+pub const CALLER_HEADER: &str = "x-burrow-caller";
+/// The header that carries a forwarded request's signature:
+/// `<milliseconds since the Unix epoch>.<hex HMAC>`.
+pub const SIGNATURE_HEADER: &str = "x-burrow-signature";
+
+/// How far a signature's time may be from the clock of the host that
+/// checks it (the hosts' clocks are assumed to be kept in step).
+pub const MAX_SKEW: Duration = Duration::from_secs(60);
+
+/// What a forwarded request claims, as signed.
+pub(crate) struct Claim<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) path_and_query: &'a str,
+    /// The forwarding host's id.
+    pub(crate) forwarded: &'a str,
+    /// The chain of calling instances (its header's text, or empty).
+    pub(crate) chain: &'a str,
+    /// The caller (its header's text, or empty).
+    pub(crate) caller: &'a str,
+    pub(crate) body: &'a [u8],
+}
+
+impl Claim<'_> {
+    fn mac(&self, secret: &[u8], at_ms: u64) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
+        let body = Sha256::digest(self.body);
+        let parts: [&[u8]; 7] = [
+            self.method.as_bytes(),
+            self.path_and_query.as_bytes(),
+            self.forwarded.as_bytes(),
+            self.chain.as_bytes(),
+            self.caller.as_bytes(),
+            &at_ms.to_be_bytes(),
+            &body,
+        ];
+        for part in parts {
+            // Lengths first: no two claims sign the same bytes.
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac
+    }
+
+    /// The signature header's value for this claim, now.
+    pub(crate) fn sign(&self, secret: &[u8]) -> String {
+        let at_ms = now_ms();
+        let tag = self.mac(secret, at_ms).finalize().into_bytes();
+        format!("{at_ms}.{}", hex::encode(tag))
+    }
+
+    /// Checks `signature` (a signature header's value) against this claim:
+    /// `Err` says why it does not hold.
+    pub(crate) fn verify(&self, secret: &[u8], signature: &str) -> Result<(), String> {
+        if secret.is_empty() {
+            return Err("this host has no cluster key".into());
+        }
+        let (at, tag) = signature
+            .split_once('.')
+            .ok_or("the signature is not <time>.<hex>")?;
+        let at_ms: u64 = at
+            .parse()
+            .map_err(|_| "the signature's time is not a number")?;
+        let tag = hex::decode(tag).map_err(|_| "the signature is not hex")?;
+        let skew = now_ms().abs_diff(at_ms);
+        if skew > MAX_SKEW.as_millis() as u64 {
+            return Err(format!(
+                "the signature is {skew} ms away from this host's clock (at most {} ms)",
+                MAX_SKEW.as_millis()
+            ));
+        }
+        self.mac(secret, at_ms)
+            .verify_slice(&tag)
+            .map_err(|_| "the signature does not match the request".into())
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(body: &[u8]) -> Claim<'_> {
+        Claim {
+            method: "POST",
+            path_and_query: "/actors/counter/a/actions/increment",
+            forwarded: "host-1",
+            chain: "",
+            caller: "",
+            body,
+        }
+    }
+
+    #[test]
+    fn a_signature_holds_for_its_claim_only() {
+        let secret = [7u8; 32];
+        let signature = claim(b"[1]").sign(&secret);
+        assert_eq!(claim(b"[1]").verify(&secret, &signature), Ok(()));
+        assert!(claim(b"[2]").verify(&secret, &signature).is_err());
+        assert!(claim(b"[1]").verify(&[8u8; 32], &signature).is_err());
+        let other_caller = Claim {
+            caller: "admin",
+            ..claim(b"[1]")
+        };
+        assert!(other_caller.verify(&secret, &signature).is_err());
+        assert!(claim(b"[1]").verify(&[], &signature).is_err());
+        assert!(claim(b"[1]").verify(&secret, "garbage").is_err());
+    }
+
+    #[test]
+    fn an_old_signature_is_refused() {
+        let secret = [7u8; 32];
+        let old = now_ms() - MAX_SKEW.as_millis() as u64 - 1_000;
+        let tag = claim(b"").mac(&secret, old).finalize().into_bytes();
+        let signature = format!("{old}.{}", hex::encode(tag));
+        let err = claim(b"").verify(&secret, &signature).unwrap_err();
+        assert!(err.contains("away from this host's clock"), "{err}");
+    }
+}

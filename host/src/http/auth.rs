@@ -1,0 +1,429 @@
+//! Who may do what over HTTP: every routed request passes [`guard`] first.
+//!
+//! - A request that claims to come from another host of the cluster (it
+//!   carries one of the headers hosts forward with) must be signed by one:
+//!   its caller is then the one the signature vouches for, and the host it
+//!   came through has already checked its token.
+//! - Otherwise, the route's [`Permission`] decides: `/healthz` (and
+//!   `/metrics` when opened) is public; calls, creates, sends and
+//!   connections need a client or an admin token (a client token only for
+//!   the actors it names); everything else needs an admin token. A route
+//!   not in [`permission`]'s table needs an admin token.
+//! - A server without tokens lets every request through as an anonymous
+//!   client.
+//!
+//! A WebSocket client that cannot set a header (a browser) may connect
+//! without one and send the token as its first message (`{"token": ...}`);
+//! see `connect.rs`.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::{HeaderMap, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::{DefaultDirectRateLimiter, Quota};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::ApiError;
+use crate::caller::{Caller, Role};
+use crate::config::MAX_ARGS_BYTES;
+use crate::host::{
+    CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, Host, SIGNATURE_HEADER,
+    caller_from_header,
+};
+use crate::tokens::{Token, Tokens};
+
+/// Who may use a server, and how much: its API tokens (none: everyone may
+/// do everything), and whether `/metrics` is open to all.
+#[derive(Clone, Default)]
+pub struct Access {
+    tokens: Option<Arc<Tokens>>,
+    open_metrics: bool,
+    limits: Arc<Limits>,
+}
+
+/// What each token may still do: its requests per second, its open
+/// WebSockets.
+#[derive(Default)]
+struct Limits {
+    rates: HashMap<String, (NonZeroU32, DefaultDirectRateLimiter)>,
+    connections: HashMap<String, (u32, Arc<Semaphore>)>,
+}
+
+impl Access {
+    /// No tokens: every request is let through.
+    pub fn open() -> Access {
+        Access::default()
+    }
+
+    /// Requests need one of `tokens`.
+    pub fn with_tokens(tokens: Tokens) -> Access {
+        let mut limits = Limits::default();
+        for token in tokens.iter() {
+            if let Some(rate) = token.rate {
+                let limiter = governor::RateLimiter::direct(Quota::per_second(rate));
+                limits.rates.insert(token.name.clone(), (rate, limiter));
+            }
+            if let Some(most) = token.connections {
+                let permits = Arc::new(Semaphore::new(most as usize));
+                limits
+                    .connections
+                    .insert(token.name.clone(), (most, permits));
+            }
+        }
+        Access {
+            tokens: Some(Arc::new(tokens)),
+            open_metrics: false,
+            limits: Arc::new(limits),
+        }
+    }
+
+    /// Serves `/metrics` to anyone (a scraper without a token), or not.
+    pub fn open_metrics(mut self, open: bool) -> Access {
+        self.open_metrics = open;
+        self
+    }
+
+    /// Whether requests need a token.
+    pub fn checks_tokens(&self) -> bool {
+        self.tokens.is_some()
+    }
+
+    /// The token whose secret is `presented`, or a 401.
+    fn authenticate(&self, presented: &str) -> Result<Option<&Token>, ApiError> {
+        match &self.tokens {
+            None => Ok(None),
+            Some(tokens) => tokens
+                .authenticate(presented)
+                .map(Some)
+                .ok_or_else(|| unauthenticated("the API token is not known to this server")),
+        }
+    }
+
+    /// Lets `token` reach `actor` by a route of `permission`, within its
+    /// rate: its caller, or a 403 or a 429.
+    fn admit(
+        &self,
+        token: &Token,
+        permission: Permission,
+        actor: Option<&str>,
+        what: &str,
+    ) -> Result<Caller, ApiError> {
+        match permission {
+            Permission::Public => {}
+            Permission::Admin if token.role != Role::Admin => {
+                return Err(ApiError::new(
+                    403,
+                    "forbidden",
+                    format!(
+                        "token `{}` has the client role; {what} needs an admin token",
+                        token.name
+                    ),
+                ));
+            }
+            Permission::Admin => {}
+            Permission::Client | Permission::Connect => {
+                let actor = actor.unwrap_or_default();
+                if !token.may_reach(actor) {
+                    return Err(ApiError::new(
+                        403,
+                        "forbidden",
+                        format!("token `{}` may not reach actor `{actor}`", token.name),
+                    ));
+                }
+            }
+        }
+        if let Some((rate, limiter)) = self.limits.rates.get(&token.name)
+            && limiter.check().is_err()
+        {
+            return Err(ApiError::new(
+                429,
+                "rate-limited",
+                format!(
+                    "token `{}` is past its limit of {rate} requests per second; retry later",
+                    token.name
+                ),
+            ));
+        }
+        Ok(Caller::Client(Some(token.identity())))
+    }
+
+    /// A hold on one of the WebSockets `caller`'s token may keep open, if
+    /// its token limits them (released when dropped), or a 429.
+    pub(super) fn connection_permit(
+        &self,
+        caller: &Caller,
+    ) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let Caller::Client(Some(identity)) = caller else {
+            return Ok(None);
+        };
+        let Some((most, permits)) = self.limits.connections.get(&identity.name) else {
+            return Ok(None);
+        };
+        permits.clone().try_acquire_owned().map(Some).map_err(|_| {
+            ApiError::new(
+                429,
+                "rate-limited",
+                format!(
+                    "token `{}` already has its {most} WebSockets open; close one first",
+                    identity.name
+                ),
+            )
+        })
+    }
+
+    /// The caller a WebSocket's first message (`{"token": ...}`) proves,
+    /// for a connection to `actor`.
+    pub(super) fn admit_first_message(&self, text: &str, actor: &str) -> Result<Caller, ApiError> {
+        #[derive(serde::Deserialize)]
+        struct First {
+            token: String,
+        }
+        let first: First = serde_json::from_str(text).map_err(|_| {
+            unauthenticated("the first message must be {\"token\": \"...\"} on this server")
+        })?;
+        match self.authenticate(&first.token)? {
+            Some(token) => self.admit(token, Permission::Connect, Some(actor), "connect"),
+            None => Ok(Caller::Client(None)),
+        }
+    }
+}
+
+/// What a route needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Permission {
+    /// Anyone.
+    Public,
+    /// A client token that names the route's actor, or an admin token.
+    Client,
+    /// As [`Permission::Client`]; the token may also come as the
+    /// WebSocket's first message.
+    Connect,
+    /// An admin token.
+    Admin,
+}
+
+/// What `method` on `route` (a route's pattern) needs. Anything not listed
+/// needs an admin token.
+pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Permission {
+    match (method.as_str(), route) {
+        (_, "/healthz") => Permission::Public,
+        ("GET", "/metrics") if open_metrics => Permission::Public,
+        ("POST", "/actors/{actor}/{key}/actions/{action}")
+        | ("PUT", "/actors/{actor}/{key}")
+        | ("POST", "/actors/{actor}/{key}/queue") => Permission::Client,
+        ("GET", "/actors/{actor}/{key}/connect") => Permission::Connect,
+        _ => Permission::Admin,
+    }
+}
+
+/// What the guard needs: the host (for the cluster's key) and who may use
+/// it.
+#[derive(Clone)]
+pub(super) struct Guard {
+    pub(super) host: Host,
+    pub(super) access: Access,
+}
+
+/// The middleware every routed request passes (see the module docs). It
+/// leaves the request's [`Caller`] and the [`Access`] in its extensions;
+/// a connection without a token yet gets no caller.
+pub(super) async fn guard(
+    State(guard): State<Guard>,
+    route: Option<MatchedPath>,
+    params: Result<RawPathParams, RawPathParamsRejection>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    request.extensions_mut().insert(guard.access.clone());
+    if claims_a_host(request.headers()) {
+        return match from_a_host(&guard.host, request).await {
+            Ok(request) => next.run(request).await,
+            Err(refused) => refusal(refused),
+        };
+    }
+    let access = &guard.access;
+    let route = route.as_ref().map_or("", MatchedPath::as_str);
+    let method = request.method().clone();
+    let permission = permission(&method, route, access.open_metrics);
+    if permission == Permission::Public || !access.checks_tokens() {
+        request.extensions_mut().insert(Caller::Client(None));
+        return next.run(request).await;
+    }
+    let presented = match bearer(request.headers()) {
+        Ok(Some(presented)) => presented,
+        // A browser's WebSocket sends its token as its first message.
+        Ok(None) if permission == Permission::Connect && is_upgrade(request.headers()) => {
+            return next.run(request).await;
+        }
+        Ok(None) => {
+            return refusal(unauthenticated(
+                "this server needs an API token: send `Authorization: Bearer <token>`",
+            ));
+        }
+        Err(refused) => return refusal(refused),
+    };
+    let actor = params.ok().and_then(|params| {
+        params
+            .iter()
+            .find(|(name, _)| *name == "actor")
+            .map(|(_, value)| value.to_owned())
+    });
+    let what = format!("{method} {route}");
+    let admitted = access
+        .authenticate(&presented)
+        .and_then(|token| match token {
+            Some(token) => access.admit(token, permission, actor.as_deref(), &what),
+            None => Ok(Caller::Client(None)),
+        });
+    match admitted {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => refusal(refused),
+    }
+}
+
+/// The bearer token of `headers`, if any; a 401 for another scheme.
+fn bearer(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|token| Some(token.trim().to_owned()))
+        .ok_or_else(|| unauthenticated("the Authorization header must be `Bearer <token>`"))
+}
+
+fn unauthenticated(message: &str) -> ApiError {
+    ApiError::new(401, "unauthenticated", message)
+}
+
+/// The answer to a refused request; a 401 says which scheme to use.
+fn refusal(refused: ApiError) -> Response {
+    let unauthenticated = refused.status == axum::http::StatusCode::UNAUTHORIZED;
+    let mut response = refused.into_response();
+    if unauthenticated {
+        response.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
+    }
+    response
+}
+
+/// Whether a request asks for a WebSocket.
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// Whether a request carries a header only hosts of a cluster send.
+fn claims_a_host(headers: &HeaderMap) -> bool {
+    [
+        FORWARDED_HEADER,
+        CHAIN_HEADER,
+        CALLER_HEADER,
+        SIGNATURE_HEADER,
+    ]
+    .iter()
+    .any(|name| headers.contains_key(*name))
+}
+
+/// A request from another host of the cluster, with its signature checked
+/// and the caller it vouches for in its extensions; a 401 when it does
+/// not hold.
+async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError> {
+    let refused = |why: String| {
+        unauthenticated(&format!(
+            "a request between hosts must be signed by a host of this cluster: {why}"
+        ))
+    };
+    let (mut parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, MAX_ARGS_BYTES)
+        .await
+        .map_err(|e| refused(format!("its body cannot be read: {e}")))?;
+    let header = |name: &str| -> Result<&str, ApiError> {
+        match parts.headers.get(name) {
+            None => Ok(""),
+            Some(value) => value
+                .to_str()
+                .map_err(|_| refused(format!("{name} is not text"))),
+        }
+    };
+    let signature = header(SIGNATURE_HEADER)?;
+    let caller = header(CALLER_HEADER)?;
+    if signature.is_empty() || caller.is_empty() {
+        return Err(refused(format!(
+            "it has no {SIGNATURE_HEADER} or no {CALLER_HEADER}"
+        )));
+    }
+    let claim = Claim {
+        method: parts.method.as_str(),
+        path_and_query: parts
+            .uri
+            .path_and_query()
+            .map_or(parts.uri.path(), |p| p.as_str()),
+        forwarded: header(FORWARDED_HEADER)?,
+        chain: header(CHAIN_HEADER)?,
+        caller,
+        body: &body,
+    };
+    host.verify_peer(&claim, signature).map_err(refused)?;
+    let caller = caller_from_header(caller).map_err(refused)?;
+    parts.extensions.insert(caller);
+    Ok(Request::from_parts(parts, Body::from(body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_listed_routes_are_open_to_clients() {
+        let p = |method: Method, route: &str| permission(&method, route, false);
+        assert_eq!(p(Method::GET, "/healthz"), Permission::Public);
+        assert_eq!(p(Method::GET, "/metrics"), Permission::Admin);
+        assert_eq!(
+            permission(&Method::GET, "/metrics", true),
+            Permission::Public
+        );
+        assert_eq!(
+            p(Method::POST, "/actors/{actor}/{key}/actions/{action}"),
+            Permission::Client
+        );
+        assert_eq!(p(Method::PUT, "/actors/{actor}/{key}"), Permission::Client);
+        assert_eq!(p(Method::GET, "/actors/{actor}/{key}"), Permission::Admin);
+        assert_eq!(
+            p(Method::DELETE, "/actors/{actor}/{key}"),
+            Permission::Admin
+        );
+        assert_eq!(
+            p(Method::POST, "/actors/{actor}/{key}/queue"),
+            Permission::Client
+        );
+        assert_eq!(
+            p(Method::GET, "/actors/{actor}/{key}/queue"),
+            Permission::Admin
+        );
+        assert_eq!(
+            p(Method::GET, "/actors/{actor}/{key}/connect"),
+            Permission::Connect
+        );
+        assert_eq!(
+            p(Method::PUT, "/actors/{actor}/component"),
+            Permission::Admin
+        );
+        assert_eq!(p(Method::GET, "/a/route/added/later"), Permission::Admin);
+    }
+}

@@ -1,0 +1,519 @@
+//! Who may do what over HTTP: API tokens with roles, every route with no
+//! token, a client token, an admin token and a wrong one; WebSockets with a
+//! token in a header or in their first message; limits per token; headers
+//! only hosts of a cluster may send.
+
+use burrow::http::{Access, Serving};
+use burrow::tokens::Tokens;
+use futures_util::{SinkExt, StreamExt};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest};
+
+use crate::support::*;
+
+const ADMIN: &str = "admin-secret-0123456789";
+const CLIENT: &str = "client-secret-0123456789";
+const WRONG: &str = "wrong-secret-0123456789";
+
+const TOKENS: &str = r#"
+    [tokens.ops]
+    role = "admin"
+    secret = "admin-secret-0123456789"
+
+    [tokens.web]
+    role = "client"
+    secret = "client-secret-0123456789"
+    actors = ["counter", "chat-room"]
+"#;
+
+fn serving(tokens: &str) -> Serving {
+    Serving {
+        access: Access::with_tokens(Tokens::parse(tokens).unwrap()),
+        ..Serving::default()
+    }
+}
+
+/// Who sends a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Who {
+    Nobody,
+    Client,
+    Admin,
+    Wrong,
+}
+
+const EVERYONE: [Who; 4] = [Who::Nobody, Who::Client, Who::Admin, Who::Wrong];
+
+impl Who {
+    fn name(self) -> &'static str {
+        match self {
+            Who::Nobody => "nobody",
+            Who::Client => "client",
+            Who::Admin => "admin",
+            Who::Wrong => "wrong",
+        }
+    }
+
+    fn token(self) -> Option<&'static str> {
+        match self {
+            Who::Nobody => None,
+            Who::Client => Some(CLIENT),
+            Who::Admin => Some(ADMIN),
+            Who::Wrong => Some(WRONG),
+        }
+    }
+}
+
+async fn send(
+    url: &str,
+    who: Who,
+    method: Method,
+    path: &str,
+    body: &str,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{url}{path}"))
+        .body(body.to_owned());
+    if let Some(token) = who.token() {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Who a route lets through.
+#[derive(Debug, Clone, Copy)]
+enum Open {
+    All,
+    Clients,
+    Admins,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter(), probe()]).await;
+    let server = Server::start_with(host.clone(), serving(TOKENS)).await;
+    host.call("counter", "seen", "increment", "[1]")
+        .await
+        .unwrap();
+
+    // `{who}` stands for the sender's name: each gets a key of its own.
+    let routes: &[(Method, &str, &str, Open)] = &[
+        (Method::GET, "/healthz", "", Open::All),
+        (Method::GET, "/ui/", "", Open::All),
+        (Method::GET, "/metrics", "", Open::Admins),
+        (Method::GET, "/cluster", "", Open::Admins),
+        (Method::GET, "/actors", "", Open::Admins),
+        (Method::GET, "/actors/counter", "", Open::Admins),
+        (Method::GET, "/actors/counter/component", "", Open::Admins),
+        (
+            Method::PUT,
+            "/actors/counter/component",
+            "not wasm",
+            Open::Admins,
+        ),
+        (
+            Method::POST,
+            "/actors/counter/component/previous",
+            "",
+            Open::Admins,
+        ),
+        (Method::PUT, "/actors/counter/{who}", "null", Open::Clients),
+        (
+            Method::POST,
+            "/actors/counter/{who}/actions/increment",
+            "[2]",
+            Open::Clients,
+        ),
+        (
+            Method::POST,
+            "/actors/counter/{who}/queue",
+            r#"{"type": "t"}"#,
+            Open::Clients,
+        ),
+        (Method::GET, "/actors/counter/seen", "", Open::Admins),
+        (Method::GET, "/actors/counter/seen/state", "", Open::Admins),
+        (Method::GET, "/actors/counter/seen/tables", "", Open::Admins),
+        (
+            Method::GET,
+            "/actors/counter/seen/tables/counter",
+            "",
+            Open::Admins,
+        ),
+        (
+            Method::GET,
+            "/actors/counter/seen/schedules",
+            "",
+            Open::Admins,
+        ),
+        (Method::GET, "/actors/counter/seen/queue", "", Open::Admins),
+        (
+            Method::GET,
+            "/actors/counter/seen/workflow",
+            "",
+            Open::Admins,
+        ),
+        (
+            Method::POST,
+            "/actors/counter/seen/queue/dead-letters/1/requeue",
+            "",
+            Open::Admins,
+        ),
+        (
+            Method::DELETE,
+            "/actors/counter/seen/queue/dead-letters/1",
+            "",
+            Open::Admins,
+        ),
+        (
+            Method::GET,
+            "/actors/counter/seen/connect",
+            "",
+            Open::Clients,
+        ),
+        (Method::DELETE, "/actors/counter/{who}", "", Open::Admins),
+        // The client token names only `counter` and `chat-room`.
+        (
+            Method::POST,
+            "/actors/probe/{who}/actions/bump",
+            "",
+            Open::Admins,
+        ),
+        (Method::PUT, "/actors/probe/{who}", "null", Open::Admins),
+    ];
+    for (method, path, body, open) in routes {
+        for who in EVERYONE {
+            let path = path.replace("{who}", who.name());
+            let (status, headers, answer) =
+                send(&server.url, who, method.clone(), &path, body).await;
+            let what = format!("{method} {path} by {who:?}: {status} {answer}");
+            let allowed = matches!(
+                (open, who),
+                (Open::All, _)
+                    | (Open::Clients, Who::Client | Who::Admin)
+                    | (Open::Admins, Who::Admin)
+            );
+            if allowed {
+                assert!(![401, 403, 429].contains(&status), "{what}");
+                continue;
+            }
+            let expected = match who {
+                Who::Client => 403,
+                _ => 401,
+            };
+            assert_eq!(status, expected, "{what}");
+            let code = if expected == 401 {
+                "unauthenticated"
+            } else {
+                "forbidden"
+            };
+            assert_eq!(answer["error"]["code"], code, "{what}");
+            if expected == 401 {
+                assert_eq!(headers["www-authenticate"], "Bearer", "{what}");
+            }
+        }
+    }
+
+    // What was let through did its work; what was refused did nothing.
+    for who in [Who::Client, Who::Admin] {
+        // Created, incremented, then destroyed by the admin only.
+        let alive = host
+            .keys("counter")
+            .await
+            .unwrap()
+            .contains(&who.name().to_owned());
+        assert_eq!(alive, who == Who::Client, "{who:?}");
+    }
+    for who in [Who::Nobody, Who::Wrong] {
+        assert!(
+            !host
+                .keys("counter")
+                .await
+                .unwrap()
+                .contains(&who.name().to_owned())
+        );
+    }
+    assert_eq!(
+        host.call("counter", "client", "get", "[]").await.unwrap(),
+        "2"
+    );
+    assert_eq!(host.keys("probe").await.unwrap(), vec!["admin".to_owned()]);
+    assert_eq!(
+        host.call("counter", "seen", "get", "[]").await.unwrap(),
+        "1"
+    );
+    assert!(
+        host.keys("counter")
+            .await
+            .unwrap()
+            .contains(&"seen".to_owned())
+    );
+
+    // A token sent another way than as a bearer is refused as such.
+    let answer = reqwest::Client::new()
+        .get(format!("{}/actors", server.url))
+        .basic_auth("ops", Some(ADMIN))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 401);
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("Bearer <token>"), "{text}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_can_be_opened_to_scrapers_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    let serving = Serving {
+        access: Access::with_tokens(Tokens::parse(TOKENS).unwrap()).open_metrics(true),
+        ..Serving::default()
+    };
+    let server = Server::start_with(host, serving).await;
+    let (status, _, answer) = send(&server.url, Who::Nobody, Method::GET, "/metrics", "").await;
+    assert_eq!(status, 200);
+    assert!(answer.as_str().unwrap().contains("burrow_calls_total"));
+    let (status, _, _) = send(&server.url, Who::Nobody, Method::GET, "/actors", "").await;
+    assert_eq!(status, 401);
+    server.stop().await;
+}
+
+/// Opens a WebSocket to `path` with `token` in its header, if any.
+async fn websocket(
+    url: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    (u16, String),
+> {
+    let url = format!("{}{path}", url.replacen("http://", "ws://", 1));
+    let mut request = url.into_client_request().unwrap();
+    if let Some(token) = token {
+        request
+            .headers_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tungstenite::Error::Http(answer)) => Err((
+            answer.status().as_u16(),
+            String::from_utf8_lossy(answer.body().as_deref().unwrap_or_default()).into_owned(),
+        )),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+async fn next_text(
+    socket: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+) -> Option<Value> {
+    loop {
+        match socket.next().await? {
+            Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_websocket_brings_its_token_in_a_header_or_as_its_first_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[chat_room(), probe()]).await;
+    let tokens = format!(
+        "{TOKENS}
+        [tokens.one-socket]
+        role = \"client\"
+        secret = \"one-socket-0123456789\"
+        connections = 1
+        "
+    );
+    let server = Server::start_with(host.clone(), serving(&tokens)).await;
+    let path = "/actors/chat-room/lobby/connect?params=%7B%22name%22%3A%22ada%22%7D";
+
+    // A header, as programs send it.
+    let mut socket = websocket(&server.url, path, Some(CLIENT)).await.unwrap();
+    assert!(next_text(&mut socket).await.unwrap()["connected"].is_u64());
+    let (status, body) = websocket(&server.url, path, Some(WRONG)).await.unwrap_err();
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = websocket(&server.url, "/actors/probe/p/connect", Some(CLIENT))
+        .await
+        .unwrap_err();
+    assert_eq!(status, 403, "{body}");
+
+    // The first message, as browsers send it.
+    let mut browser = websocket(&server.url, path, None).await.unwrap();
+    browser
+        .send(Message::Text(json!({ "token": CLIENT }).to_string().into()))
+        .await
+        .unwrap();
+    assert!(next_text(&mut browser).await.unwrap()["connected"].is_u64());
+    host.call("chat-room", "lobby", "post", r#"["ada", "hello"]"#)
+        .await
+        .unwrap();
+    // Its own `joined` comes first.
+    loop {
+        let event = next_text(&mut browser).await.unwrap();
+        if event["event"] == "message" {
+            assert_eq!(event["payload"]["text"], "hello", "{event}");
+            break;
+        }
+    }
+
+    for (first, code) in [
+        (json!({ "token": WRONG }).to_string(), "unauthenticated"),
+        ("not json".to_owned(), "unauthenticated"),
+    ] {
+        let mut refused = websocket(&server.url, path, None).await.unwrap();
+        refused.send(Message::Text(first.into())).await.unwrap();
+        let answer = next_text(&mut refused).await.unwrap();
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        assert!(next_text(&mut refused).await.is_none());
+    }
+    let mut elsewhere = websocket(&server.url, "/actors/probe/p/connect", None)
+        .await
+        .unwrap();
+    elsewhere
+        .send(Message::Text(json!({ "token": CLIENT }).to_string().into()))
+        .await
+        .unwrap();
+    let answer = next_text(&mut elsewhere).await.unwrap();
+    assert_eq!(answer["error"]["code"], "forbidden", "{answer}");
+
+    // One open WebSocket at a time for this token, by either way.
+    let mut only = websocket(&server.url, path, Some("one-socket-0123456789"))
+        .await
+        .unwrap();
+    assert!(next_text(&mut only).await.unwrap()["connected"].is_u64());
+    let (status, body) = websocket(&server.url, path, Some("one-socket-0123456789"))
+        .await
+        .unwrap_err();
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("one-socket"), "{body}");
+    let mut second = websocket(&server.url, path, None).await.unwrap();
+    second
+        .send(Message::Text(
+            json!({ "token": "one-socket-0123456789" })
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_text(&mut second).await.unwrap()["error"]["code"],
+        "rate-limited"
+    );
+    // Closing the first makes room.
+    only.close(None).await.unwrap();
+    drop(only);
+    eventually(
+        std::time::Duration::from_secs(5),
+        "room for a socket",
+        async || {
+            websocket(&server.url, path, Some("one-socket-0123456789"))
+                .await
+                .ok()
+        },
+    )
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_past_its_rate_is_told_to_retry_and_others_are_not_held_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    let tokens = format!(
+        "{TOKENS}
+        [tokens.slow]
+        role = \"client\"
+        secret = \"slow-secret-0123456789\"
+        rate = 5
+        "
+    );
+    let server = Server::start_with(host.clone(), serving(&tokens)).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/actors/counter/rated/actions/increment", server.url);
+    let mut limited = 0;
+    let mut message = String::new();
+    for _ in 0..40 {
+        let answer = http
+            .post(&url)
+            .bearer_auth("slow-secret-0123456789")
+            .body("[1]")
+            .send()
+            .await
+            .unwrap();
+        if answer.status().as_u16() == 429 {
+            limited += 1;
+            message = answer.text().await.unwrap();
+        }
+    }
+    assert!(limited >= 20, "only {limited} of 40 were limited");
+    assert!(message.contains("token `slow`"), "{message}");
+    assert!(message.contains("5 requests per second"), "{message}");
+    // Only the calls let through counted.
+    let value: i64 = host
+        .call("counter", "rated", "get", "[]")
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(value, 40 - limited);
+    // Another token is not held back.
+    for _ in 0..20 {
+        let answer = http
+            .post(&url)
+            .bearer_auth(CLIENT)
+            .body("[1]")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 200);
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn headers_only_hosts_of_a_cluster_send_are_refused_from_anyone_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    // Without tokens too: a forged chain would let a client pass for an
+    // actor.
+    let server = Server::start(host.clone()).await;
+    let http = reqwest::Client::new();
+    for (name, value) in [
+        ("x-burrow-forwarded", "some-host"),
+        ("x-burrow-chain", r#"[["counter", "a"]]"#),
+        ("x-burrow-caller", "00"),
+        ("x-burrow-signature", "1.00"),
+    ] {
+        let answer = http
+            .post(format!(
+                "{}/actors/counter/forged/actions/increment",
+                server.url
+            ))
+            .header(name, value)
+            .body("[1]")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 401, "{name}");
+        let text = answer.text().await.unwrap();
+        assert!(text.contains("signed by a host of this cluster"), "{text}");
+    }
+    assert!(host.keys("counter").await.unwrap().is_empty());
+    server.stop().await;
+}
