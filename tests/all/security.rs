@@ -517,3 +517,135 @@ async fn headers_only_hosts_of_a_cluster_send_are_refused_from_anyone_else() {
     assert!(host.keys("counter").await.unwrap().is_empty());
     server.stop().await;
 }
+
+const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
+
+fn burrow_serve(manifest: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(BURROW)
+        .arg("--manifest")
+        .arg(manifest)
+        .arg("serve")
+        .args(args)
+        .env("BURROW_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The status `GET path` on the loopback at `port` answers, if it does.
+fn status_of(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+/// Waits for `child` to end (at most 60 s): its status and stderr.
+fn ended(child: std::process::Child) -> (std::process::ExitStatus, String) {
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn serve_refuses_an_address_others_reach_without_tokens_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\n\n[actors.counter]\ncomponent = {:?}\n",
+            programs::COUNTER
+        ),
+    )
+    .unwrap();
+    let everywhere = format!("0.0.0.0:{}", free_port());
+
+    let (status, stderr) = ended(burrow_serve(&manifest, &["--listen", &everywhere]));
+    assert!(!status.success());
+    assert!(stderr.contains("refusing to serve on 0.0.0.0"), "{stderr}");
+    assert!(stderr.contains("--tokens"), "{stderr}");
+
+    let missing = dir.path().join("missing.toml");
+    let (status, stderr) = ended(burrow_serve(
+        &manifest,
+        &[
+            "--listen",
+            &everywhere,
+            "--tokens",
+            missing.to_str().unwrap(),
+        ],
+    ));
+    assert!(!status.success());
+    assert!(stderr.contains("cannot read the tokens file"), "{stderr}");
+    assert!(stderr.contains("missing.toml"), "{stderr}");
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[tokens.a]\nrole = \"client\"\nsecret = \"short\"\n").unwrap();
+    let (status, stderr) = ended(burrow_serve(
+        &manifest,
+        &["--listen", &everywhere, "--tokens", bad.to_str().unwrap()],
+    ));
+    assert!(!status.success());
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("shorter than 16"),
+        "{stderr}"
+    );
+
+    // Told, it serves, with a warning.
+    let port = free_port();
+    let mut child = burrow_serve(
+        &manifest,
+        &["--listen", &format!("0.0.0.0:{port}"), "--insecure-no-auth"],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "serve did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let (_, stderr) = ended(child);
+    assert!(stderr.contains("--insecure-no-auth"), "{stderr}");
+
+    // With the manifest's tokens file (relative to it), on any address.
+    std::fs::write(dir.path().join("tokens.toml"), TOKENS).unwrap();
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\ntokens = \"tokens.toml\"\n\n\
+             [actors.counter]\ncomponent = {:?}\n",
+            programs::COUNTER
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = burrow_serve(&manifest, &["--listen", &format!("0.0.0.0:{port}")]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let answer = loop {
+        if let Some(status) = status_of(port, "/actors") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "serve did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(answer, 401);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
