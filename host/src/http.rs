@@ -21,11 +21,18 @@
 //! | `GET /ui`, `/ui/...` | | the web inspector (unless served without it) |
 //! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
 //!
+//! Every routed request passes the guard of `auth.rs` first: with API
+//! tokens, a route needs the role its table says (see README's
+//! "Security").
+//!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
-//! (malformed input), 404 (unknown actor, action, instance or route), 405
+//! (malformed input), 401 (no or a wrong API token, or a request between
+//! hosts whose signature does not hold), 403 (a token not allowed the
+//! request), 404 (unknown actor, action, instance or route), 405
 //! (a method the route does not take), 409
 //! (already exists), 413 (body or payload too large), 422 (the action
-//! returned an error), 429 (the queue is full), 500 (the guest trapped) or
+//! returned an error), 429 (the queue is full, or a token is past its
+//! limits), 500 (the guest trapped) or
 //! 503 (overloaded, timed out, shutting down).
 
 use std::future::Future;

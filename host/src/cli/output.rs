@@ -39,9 +39,11 @@ pub fn exit_code(code: &str) -> u8 {
         | "queue-full"
         | "conflict"
         | "timed-out"
-        | "too-many-connections" => 7,
+        | "too-many-connections"
+        | "rate-limited" => 7,
         "already-exists" => 8,
         "would-diverge" => 9,
+        "unauthenticated" | "forbidden" => 10,
         _ => 1,
     }
 }
