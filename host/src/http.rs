@@ -56,19 +56,28 @@ use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
 use crate::runtime::Deployed;
 
+mod tls;
 mod ui;
 mod views;
 
-/// What a server serves beside the JSON API.
-#[derive(Debug, Clone, Copy)]
+pub use tls::{RELOAD_POLL, Tls};
+
+/// What a server serves beside the JSON API, and how.
+#[derive(Debug, Clone)]
 pub struct Serving {
     /// The web inspector at `/ui` (`burrow serve --no-ui` turns it off).
     pub ui: bool,
+    /// HTTPS with this certificate and key (reloaded when their files
+    /// change) instead of plain HTTP.
+    pub tls: Option<Tls>,
 }
 
 impl Default for Serving {
     fn default() -> Serving {
-        Serving { ui: true }
+        Serving {
+            ui: true,
+            tls: None,
+        }
     }
 }
 
@@ -239,19 +248,19 @@ pub async fn serve_on(
     serve_with(host, listener, Serving::default(), shutdown).await
 }
 
-/// Serves the API and what `serving` asks for on a bound listener until
-/// `shutdown` resolves.
+/// Serves the API and what `serving` asks for on a bound listener (over
+/// TLS with `serving.tls`) until `shutdown` resolves.
 pub async fn serve_with(
     host: Host,
     listener: tokio::net::TcpListener,
     serving: Serving,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    tracing::info!(address = %listener.local_addr()?, "burrow is serving");
-    // Small answers go out at once instead of waiting for an ACK.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    tracing::info!(
+        address = %listener.local_addr()?,
+        tls = serving.tls.is_some(),
+        "burrow is serving"
+    );
     // Open connections would keep the graceful shutdown waiting: close
     // them when it begins.
     let connections = host.clone();
@@ -259,9 +268,19 @@ pub async fn serve_with(
         shutdown.await;
         connections.close_connections();
     };
-    axum::serve(listener, router_with(host.clone(), serving))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let router = router_with(host.clone(), serving.clone());
+    match serving.tls {
+        Some(pair) => tls::serve(listener, router, pair, shutdown).await?,
+        None => {
+            // Small answers go out at once instead of waiting for an ACK.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await?
+        }
+    }
     host.shutdown().await;
     Ok(())
 }

@@ -33,6 +33,7 @@ mod sandbox_limits;
 mod sandbox_names;
 mod schedules;
 mod timers;
+mod tls;
 mod transactions;
 mod ui;
 mod workflow;

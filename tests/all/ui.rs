@@ -361,7 +361,10 @@ async fn the_inspector_is_served_with_its_content_types() {
     let task = tokio::spawn(burrow::http::serve_with(
         host,
         listener,
-        burrow::http::Serving { ui: false },
+        burrow::http::Serving {
+            ui: false,
+            ..Default::default()
+        },
         async {
             let _ = stopped.await;
         },

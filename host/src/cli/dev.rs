@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use super::HostArgs;
 use super::build::run_build_command;
-use super::embedded::{host_config, load_manifest, stop_signal};
+use super::embedded::{host_config, load_manifest, stop_signal, tls};
 use crate::host::Host;
 use crate::manifest::ActorSpec;
 
@@ -39,11 +39,13 @@ pub(super) async fn dev(manifest_path: &Path, listen: SocketAddr, args: &HostArg
     let manifest = load_manifest(manifest_path)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let config = host_config(&manifest, args);
+    let tls = tls(&manifest, None)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
-    eprintln!("serving on http://{listen}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("serving on {scheme}://{listen}");
     let mut watched = Vec::new();
     for actor in actors {
         if actor.watch.is_empty() {
@@ -61,6 +63,7 @@ pub(super) async fn dev(manifest_path: &Path, listen: SocketAddr, args: &HostArg
     let watcher = tokio::spawn(watch(host.clone(), watched, manifest.dir.clone()));
     let serving = crate::http::Serving {
         ui: manifest.host.ui.unwrap_or(true),
+        tls,
     };
     let served = crate::http::serve_with(host, listener, serving, stop_signal()).await;
     watcher.abort();

@@ -16,6 +16,7 @@ mod build;
 mod dev;
 mod embedded;
 mod output;
+mod remote;
 mod target;
 mod watch;
 
@@ -29,6 +30,7 @@ pub use args::{
 pub use output::exit_code;
 
 use output::{Failure, parse_json_arg, parse_result, send_outcome};
+use remote::client;
 use target::Source;
 
 /// Prints the process's log lines to stderr in `format`, at the level
@@ -61,6 +63,7 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
     let manifest = &cli.manifest;
+    let ca_cert = cli.ca_cert.as_deref();
     match cli.command {
         Command::Build { actors, host } => {
             build::build(manifest, &actors, &host).await?;
@@ -69,10 +72,13 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Serve {
             listen,
             no_ui,
+            tls_cert,
+            tls_key,
             host,
             cluster,
         } => {
-            embedded::serve(manifest, listen, no_ui, &host, &cluster).await?;
+            let tls = tls_cert.zip(tls_key);
+            embedded::serve(manifest, listen, no_ui, tls, &host, &cluster, ca_cert).await?;
             Ok(None)
         }
         Command::Dev { listen, host } => {
@@ -82,7 +88,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Cluster {
             command: ClusterCommand::Status { url },
         } => {
-            let status = crate::client::Client::new(&url)
+            let status = client(&url, ca_cert)?
                 .cluster_status()
                 .await
                 .map_err(Failure::from)?;
@@ -97,7 +103,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&args, "the arguments")?;
             let result = target
-                .run(manifest, async |on| {
+                .run(manifest, ca_cert, async |on| {
                     on.call(&actor, &key, &action, &args).await
                 })
                 .await?;
@@ -111,7 +117,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&input, "the create input")?;
             target
-                .run(manifest, async |on| on.create(&actor, &key, &input).await)
+                .run(manifest, ca_cert, async |on| {
+                    on.create(&actor, &key, &input).await
+                })
                 .await?;
             Ok(Some(json!({ "created": true })))
         }
@@ -122,7 +130,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             check,
             url,
         } => {
-            let client = burrow_client::Client::new(&url);
+            let client = client(&url, ca_cert)?;
             let deployed = match component {
                 Some(path) => {
                     let bytes = std::fs::read(&path).map_err(|e| {
@@ -137,7 +145,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         }
         Command::Destroy { actor, key, target } => {
             target
-                .run(manifest, async |on| on.destroy(&actor, &key).await)
+                .run(manifest, ca_cert, async |on| on.destroy(&actor, &key).await)
                 .await?;
             Ok(Some(json!({ "destroyed": true })))
         }
@@ -148,7 +156,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             url,
             data_dir,
         } => {
-            let source = Source::new(manifest, url, data_dir)?;
+            let source = Source::new(manifest, url, ca_cert, data_dir)?;
             Ok(Some(if history {
                 source.workflow(&actor, &key).await?
             } else {
@@ -172,7 +180,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 wait: wait.then(|| timeout.unwrap_or(crate::config::DEFAULT_SEND_WAIT)),
             };
             let outcome = target
-                .run(manifest, async |on| {
+                .run(manifest, ca_cert, async |on| {
                     on.send(&actor, &key, &event_type, &payload, options).await
                 })
                 .await?;
@@ -184,7 +192,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             url,
             data_dir,
         } => {
-            let source = Source::new(manifest, url, data_dir)?;
+            let source = Source::new(manifest, url, ca_cert, data_dir)?;
             Ok(Some(source.queue(&actor, &key).await?))
         }
         Command::Requeue {
@@ -194,7 +202,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             target
-                .run(manifest, async |on| on.requeue(&actor, &key, id).await)
+                .run(manifest, ca_cert, async |on| {
+                    on.requeue(&actor, &key, id).await
+                })
                 .await?;
             Ok(Some(json!({ "id": id, "status": "requeued" })))
         }
@@ -205,7 +215,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             target
-                .run(manifest, async |on| on.discard(&actor, &key, id).await)
+                .run(manifest, ca_cert, async |on| {
+                    on.discard(&actor, &key, id).await
+                })
                 .await?;
             Ok(Some(json!({ "id": id, "status": "discarded" })))
         }
@@ -215,7 +227,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             params,
             url,
         } => {
-            watch::watch(&actor, &key, params.as_deref(), &url).await?;
+            watch::watch(&actor, &key, params.as_deref(), &url, ca_cert).await?;
             Ok(None)
         }
         Command::Bench(args) => {
