@@ -168,7 +168,13 @@ impl Instance {
     /// refuses, `unknown-actor` (404), `invalid-arguments` (400).
     pub async fn subscribe(&self, params: Option<&Value>) -> Result<Subscription, ClientError> {
         let url = self.client.connect_url(&self.actor, &self.key, params);
-        Subscription::connect(&url, self.client.base_url()).await
+        Subscription::connect(
+            &url,
+            self.client.base_url(),
+            &self.client.trust,
+            self.client.token.as_deref(),
+        )
+        .await
     }
 }
 

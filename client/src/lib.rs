@@ -7,6 +7,11 @@
 //! whose [`Instance::subscribe`] opens a WebSocket [`Subscription`] to the
 //! events the instance broadcasts.
 //!
+//! `https://` servers (and their `wss://` WebSockets) are verified against
+//! the system's root certificates; [`Client::with_trust`] adds CA
+//! certificates to those, such as the one named by `BURROW_CA_CERT`
+//! ([`Trust::from_env`]).
+//!
 //! # Example
 //!
 //! ```no_run
@@ -29,6 +34,7 @@
 
 mod instance;
 mod subscription;
+mod tls;
 mod wire;
 
 use serde::Serialize;
@@ -38,6 +44,7 @@ use serde_json::value::RawValue;
 
 pub use instance::Instance;
 pub use subscription::{Event, Subscription};
+pub use tls::{CA_CERT_ENV, Trust, crypto_provider};
 pub use wire::{
     ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendOptions,
     SendOutcome,
@@ -61,7 +68,9 @@ pub struct ClientError {
     /// JSON array), `invalid-event` (a payload that is not JSON),
     /// `invalid-response` (an answer that does not decode), `disconnected`
     /// (a subscription broke off without a close), `http` (an error answer
-    /// without a code).
+    /// without a code), `invalid-ca-cert` (a CA certificate to trust that
+    /// cannot be read or used). A server whose TLS certificate is not
+    /// trusted is `unreachable`, the message says why.
     pub code: String,
     /// What went wrong.
     pub message: String,
@@ -77,12 +86,28 @@ impl ClientError {
         }
     }
 
-    /// The server at `base` could not be reached.
-    fn unreachable(base: &str, error: impl std::fmt::Display) -> ClientError {
+    /// The server at `base` could not be reached: `error` and its causes
+    /// (the TLS error is a cause several levels down).
+    fn unreachable(base: &str, error: &(dyn std::error::Error + 'static)) -> ClientError {
+        let mut why = error.to_string();
+        let mut cause = error.source();
+        while let Some(e) = cause {
+            let text = e.to_string();
+            if !why.contains(&text) {
+                why.push_str(": ");
+                why.push_str(&text);
+            }
+            cause = e.source();
+        }
+        if why.contains("certificate") {
+            why.push_str(&format!(
+                " (is the server's TLS certificate trusted? give its CA certificate with {CA_CERT_ENV} or --ca-cert)"
+            ));
+        }
         ClientError {
             status: None,
             code: "unreachable".into(),
-            message: format!("cannot reach the burrow server at {base}: {error}"),
+            message: format!("cannot reach the burrow server at {base}: {why}"),
         }
     }
 
@@ -120,11 +145,17 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
+/// The environment variable an API token may come from
+/// ([`Client::with_token_from_env`], the CLI's `--token`).
+pub const TOKEN_ENV: &str = "BURROW_TOKEN";
+
 /// A client of one Burrow server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Client {
     base: String,
     http: reqwest::Client,
+    trust: Trust,
+    token: Option<String>,
 }
 
 /// Percent-encodes one path segment (keys may hold any text).
@@ -140,12 +171,52 @@ pub fn encode_segment(segment: &str) -> String {
     out
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Client")
+            .field("base", &self.base)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
 impl Client {
-    /// A client of the server at `base` (such as `http://127.0.0.1:7878`).
+    /// A client of the server at `base` (such as `http://127.0.0.1:7878`,
+    /// or `https://...`: its certificate is verified against the system's
+    /// roots).
     pub fn new(base: &str) -> Client {
+        Client::with_trust(base, Trust::system())
+    }
+
+    /// A client of the server at `base` that verifies an `https://`
+    /// server's certificate (and a `wss://` one's) with `trust`.
+    pub fn with_trust(base: &str, trust: Trust) -> Client {
+        let http = trust
+            .http_client()
+            .build()
+            .expect("an HTTP client with a prepared TLS configuration builds");
         Client {
             base: base.trim_end_matches('/').to_owned(),
-            http: reqwest::Client::new(),
+            http,
+            trust,
+            token: None,
+        }
+    }
+
+    /// This client, sending `token` (an API token's secret) with every
+    /// request and WebSocket, as `Authorization: Bearer <token>`.
+    pub fn with_token(mut self, token: impl Into<String>) -> Client {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// This client with the API token of the `BURROW_TOKEN` environment
+    /// variable, if it is set.
+    pub fn with_token_from_env(self) -> Client {
+        match std::env::var(TOKEN_ENV) {
+            Ok(token) if !token.is_empty() => self.with_token(token),
+            _ => self,
         }
     }
 
@@ -224,10 +295,14 @@ impl Client {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<(u16, String), ClientError> {
+        let request = match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
         let response = request
             .send()
             .await
-            .map_err(|e| ClientError::unreachable(&self.base, e))?;
+            .map_err(|e| ClientError::unreachable(&self.base, &e))?;
         let status = response.status().as_u16();
         let text = response.text().await.map_err(|e| ClientError {
             status: Some(status),

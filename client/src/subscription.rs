@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::{ClientError, Hello, Lagged, decode};
+use crate::{ClientError, Hello, Lagged, Trust, decode};
 
 /// How long [`Subscription::close`] (or the end of a subscription the
 /// server closed) waits for the closing handshake to finish.
@@ -71,10 +71,33 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Opens the WebSocket at `url` and reads the server's first frame
-    /// (`{"connected": id}`); `base` names the server in errors.
-    pub(crate) async fn connect(url: &str, base: &str) -> Result<Subscription, ClientError> {
-        let socket = match tokio_tungstenite::connect_async(url).await {
+    /// Opens the WebSocket at `url` (a `wss://` one verified with `trust`)
+    /// and reads the server's first frame (`{"connected": id}`); `base`
+    /// names the server in errors.
+    pub(crate) async fn connect(
+        url: &str,
+        base: &str,
+        trust: &Trust,
+        token: Option<&str>,
+    ) -> Result<Subscription, ClientError> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let connector = url.starts_with("wss://").then(|| trust.connector());
+        let mut request = url.into_client_request().map_err(|e| ClientError {
+            status: None,
+            code: "invalid-arguments".into(),
+            message: format!("{url} is not a WebSocket URL: {e}"),
+        })?;
+        if let Some(token) = token {
+            let value = format!("Bearer {token}").parse().map_err(|_| ClientError {
+                status: None,
+                code: "invalid-arguments".into(),
+                message: "the API token cannot be sent in a header".into(),
+            })?;
+            request.headers_mut().insert("authorization", value);
+        }
+        let connected =
+            tokio_tungstenite::connect_async_tls_with_config(request, None, false, connector).await;
+        let socket = match connected {
             Ok((socket, _)) => socket,
             Err(WsError::Http(response)) => {
                 let status = response.status().as_u16();
@@ -85,7 +108,7 @@ impl Subscription {
                     .unwrap_or_default();
                 return Err(ClientError::from_answer(status, &body));
             }
-            Err(e) => return Err(ClientError::unreachable(base, e)),
+            Err(e) => return Err(ClientError::unreachable(base, &e)),
         };
         let mut subscription = Subscription {
             id: 0,

@@ -198,6 +198,10 @@ pub struct ClusterConfig {
     pub heartbeat: Duration,
     /// The safety margin of a lease (see [`DEFAULT_LEASE_MARGIN`]).
     pub margin: Duration,
+    /// The certificates the other hosts' `https://` addresses are verified
+    /// with when requests are forwarded to them (default: the system's
+    /// roots).
+    pub trust: burrow_client::Trust,
 }
 
 impl ClusterConfig {
@@ -214,6 +218,7 @@ impl ClusterConfig {
             lease: DEFAULT_LEASE,
             heartbeat: DEFAULT_HEARTBEAT,
             margin: DEFAULT_LEASE_MARGIN,
+            trust: burrow_client::Trust::system(),
         }
     }
 

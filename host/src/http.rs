@@ -62,18 +62,23 @@ use crate::runtime::Deployed;
 
 mod auth;
 mod connect;
+mod tls;
 mod ui;
 mod views;
 
 pub use auth::Access;
+pub use tls::{RELOAD_POLL, Tls};
 
-/// What a server serves beside the JSON API.
-#[derive(Clone)]
+/// What a server serves beside the JSON API, and how.
+#[derive(Debug, Clone)]
 pub struct Serving {
     /// The web inspector at `/ui` (`burrow serve --no-ui` turns it off).
     pub ui: bool,
     /// Who may do what (`burrow serve --tokens FILE`).
     pub access: Access,
+    /// HTTPS with this certificate and key (reloaded when their files
+    /// change) instead of plain HTTP.
+    pub tls: Option<Tls>,
 }
 
 impl Default for Serving {
@@ -81,6 +86,7 @@ impl Default for Serving {
         Serving {
             ui: true,
             access: Access::open(),
+            tls: None,
         }
     }
 }
@@ -259,19 +265,19 @@ pub async fn serve_on(
     serve_with(host, listener, Serving::default(), shutdown).await
 }
 
-/// Serves the API and what `serving` asks for on a bound listener until
-/// `shutdown` resolves.
+/// Serves the API and what `serving` asks for on a bound listener (over
+/// TLS with `serving.tls`) until `shutdown` resolves.
 pub async fn serve_with(
     host: Host,
     listener: tokio::net::TcpListener,
     serving: Serving,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    tracing::info!(address = %listener.local_addr()?, "burrow is serving");
-    // Small answers go out at once instead of waiting for an ACK.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    tracing::info!(
+        address = %listener.local_addr()?,
+        tls = serving.tls.is_some(),
+        "burrow is serving"
+    );
     // Open connections would keep the graceful shutdown waiting: close
     // them when it begins.
     let connections = host.clone();
@@ -279,9 +285,19 @@ pub async fn serve_with(
         shutdown.await;
         connections.close_connections();
     };
-    axum::serve(listener, router_with(host.clone(), serving))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let router = router_with(host.clone(), serving.clone());
+    match serving.tls {
+        Some(pair) => tls::serve(listener, router, pair, shutdown).await?,
+        None => {
+            // Small answers go out at once instead of waiting for an ACK.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await?
+        }
+    }
     host.shutdown().await;
     Ok(())
 }

@@ -8,6 +8,8 @@
 //! ui = true                   # the web inspector at /ui (default true)
 //! tokens = "tokens.toml"      # API tokens (default: none, loopback only)
 //! open_metrics = false        # /metrics without a token (default false)
+//! tls_cert = "tls/cert.pem"   # optional: serve HTTPS with this certificate
+//! tls_key = "tls/key.pem"     #   and this key (PEM; both or neither)
 //!
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
@@ -87,6 +89,11 @@ pub struct HostSection {
     pub tokens: Option<PathBuf>,
     /// Whether `/metrics` is served without a token (default false).
     pub open_metrics: Option<bool>,
+    /// The certificate (chain, PEM) `burrow serve` serves HTTPS with;
+    /// with `tls_key`.
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
 }
 
 /// One actor of the manifest.
@@ -162,6 +169,9 @@ impl Manifest {
                 .with_context(|| format!("in [actors.{name}]"))?;
             actors.insert(name, spec);
         }
+        if raw.host.tls_cert.is_some() != raw.host.tls_key.is_some() {
+            bail!("in [host]: tls_cert and tls_key go together: give both or neither");
+        }
         if let Some(cluster) = &raw.cluster {
             for (name, value) in [
                 ("lease", &cluster.lease),
@@ -184,6 +194,14 @@ impl Manifest {
     /// The API tokens file the manifest names, relative to its directory.
     pub fn tokens(&self) -> Option<PathBuf> {
         self.host.tokens.as_ref().map(|path| self.dir.join(path))
+    }
+
+    /// The certificate and key files `burrow serve` serves HTTPS with, if
+    /// the manifest names them (relative to its directory).
+    pub fn tls_files(&self) -> Option<(PathBuf, PathBuf)> {
+        let cert = self.host.tls_cert.as_ref()?;
+        let key = self.host.tls_key.as_ref()?;
+        Some((self.dir.join(cert), self.dir.join(key)))
     }
 
     /// The data directory the manifest asks for, relative to its directory.
@@ -300,5 +318,26 @@ mod tests {
         assert!(err("[actors.c]\ncomponent = 'x'\ncolour = 'red'").contains("colour"));
         assert!(err("[actors.Bad]\ncomponent = 'x'").contains("actor name `Bad`"));
         assert!(err("[actors.c]\nbuild = 'x'").contains("component"));
+        assert!(err("[host]\ntls_cert = 'c.pem'").contains("tls_cert and tls_key go together"));
+    }
+
+    #[test]
+    fn tls_files_are_relative_to_the_manifest() {
+        let m = Manifest::parse(
+            "[host]\ntls_cert = 'tls/cert.pem'\ntls_key = '/etc/burrow/key.pem'",
+            Path::new("/proj"),
+        )
+        .unwrap();
+        assert_eq!(
+            m.tls_files(),
+            Some((
+                PathBuf::from("/proj/tls/cert.pem"),
+                PathBuf::from("/etc/burrow/key.pem")
+            ))
+        );
+        assert_eq!(
+            Manifest::parse("", Path::new("/proj")).unwrap().tls_files(),
+            None
+        );
     }
 }

@@ -1058,3 +1058,81 @@ fn kill_9_during_destroy_and_re_create_leaves_each_instance_old_or_new() {
     assert!(mid_destroy >= 3, "too few kills landed during a destroy");
     server.stop();
 }
+
+/// `burrow serve` over HTTPS with the manifest's certificate and key, and
+/// `burrow call --url https://...` trusting its CA by `--ca-cert` or by
+/// `BURROW_CA_CERT`; without either the call fails on the certificate. A
+/// bad pair stops `serve` before it starts.
+#[test]
+fn calls_over_https_trust_the_ca_given_by_flag_or_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = dir.path().join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let (_, key, ca) = crate::tls::Pki::new("cli").write(&tls);
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = \"data\"\ntls_cert = \"tls/cert.pem\"\ntls_key = \"tls/key.pem\"\n\n[actors.counter]\ncomponent = {:?}\n",
+            programs::COUNTER
+        ),
+    )
+    .unwrap();
+    let server = Serve::start(&manifest);
+    let url = server.url.replace("http://", "https://");
+    let call = |ca_flag: Option<&Path>, ca_env: Option<&Path>| {
+        let mut command = Command::new(BURROW);
+        command
+            .arg("--manifest")
+            .arg(&manifest)
+            .args(["call", "counter", "c", "increment", "[1]", "--url", &url])
+            .env("BURROW_LOG", "warn")
+            .env_remove("BURROW_CA_CERT");
+        if let Some(ca) = ca_flag {
+            command.arg("--ca-cert").arg(ca);
+        }
+        if let Some(ca) = ca_env {
+            command.env("BURROW_CA_CERT", ca);
+        }
+        command.output().expect("run burrow")
+    };
+
+    let out = call(Some(&ca), None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "1");
+    let out = call(None, Some(&ca));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2");
+
+    let out = call(None, None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("certificate"),
+        "the error says it is the certificate: {}",
+        stderr(&out)
+    );
+    let out = call(Some(&dir.path().join("nothing.pem")), None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing.pem"), "{}", stderr(&out));
+    server.stop();
+
+    // A certificate file that is not there: `serve` stops at once and
+    // names it.
+    let out = burrow(
+        &manifest,
+        &[
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--tls-cert",
+            &dir.path().join("missing.pem").display().to_string(),
+            "--tls-key",
+            &key.display().to_string(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("missing.pem"), "{}", stderr(&out));
+    // A certificate without its key is a bad command line.
+    let out = burrow(&manifest, &["serve", "--tls-cert", "tls/cert.pem"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

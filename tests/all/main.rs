@@ -34,6 +34,7 @@ mod sandbox_names;
 mod schedules;
 mod security;
 mod timers;
+mod tls;
 mod transactions;
 mod ui;
 mod workflow;

@@ -124,10 +124,16 @@ impl Server {
         Server::start_with(host, burrow::http::Serving::default()).await
     }
 
-    /// Serves `host` with what `serving` asks for until [`Server::stop`].
+    /// Serves `host` as `serving` says (its URL is `https://` with TLS)
+    /// until [`Server::stop`].
     pub async fn start_with(host: Host, serving: burrow::http::Serving) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if serving.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(burrow::http::serve_with(host, listener, serving, async {
             let _ = stopped.await;

@@ -319,7 +319,7 @@ async fn health(url: &str, dir: &Path, client: HttpClient) -> Result<Summary> {
         .map(|_| {
             let url = url.clone();
             tokio::spawn(async move {
-                let http = reqwest::Client::new();
+                let http = crate::client::Trust::system().http_client().build()?;
                 let mut samples = Vec::with_capacity(HEALTH_REQUESTS_PER_CONNECTION);
                 for _ in 0..HEALTH_REQUESTS_PER_CONNECTION {
                     let t = Instant::now();

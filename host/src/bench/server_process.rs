@@ -112,7 +112,7 @@ impl ServerProcess {
     }
 
     async fn wait_until_ready(&mut self) -> Result<()> {
-        let http = reqwest::Client::new();
+        let http = crate::client::Trust::system().http_client().build()?;
         let health = format!("{}/healthz", self.url);
         let deadline = Instant::now() + START_TIMEOUT;
         loop {

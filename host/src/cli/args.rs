@@ -36,6 +36,16 @@ pub struct Cli {
         env = "BURROW_LOG_FORMAT"
     )]
     pub log_format: LogFormat,
+    /// A CA certificate (PEM) to trust besides the system's roots: for a
+    /// server at an `https://` `--url` (and its `wss://` WebSockets), and
+    /// with `serve`, for the `https://` addresses of the other hosts of a
+    /// cluster.
+    #[arg(long, global = true, env = "BURROW_CA_CERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// The API token to send to a server (`--url`) that checks them; the
+    /// environment variable keeps it out of `ps`.
+    #[arg(long, global = true, env = "BURROW_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -120,8 +130,9 @@ pub struct ClusterArgs {
     /// address's host and port).
     #[arg(long)]
     pub name: Option<String>,
-    /// The base URL other hosts reach this one at (default: `http://` and
-    /// the listen address, which must then not be a wildcard).
+    /// The base URL other hosts reach this one at (default: `http://`, or
+    /// `https://` with `--tls-cert`, and the listen address, which must
+    /// then not be a wildcard).
     #[arg(long)]
     pub advertise: Option<String>,
     /// How long a host's instances stay its own after its last heartbeat
@@ -173,6 +184,13 @@ pub enum Command {
         /// Who may use the server.
         #[command(flatten)]
         access: AccessArgs,
+        /// Serve HTTPS with this certificate (chain, PEM), read again when
+        /// the file changes; with `--tls-key` (also `[host] tls_cert`).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key (PEM) of `--tls-cert` (also `[host] tls_key`).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,

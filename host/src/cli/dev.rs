@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::build::run_build_command;
-use super::embedded::{access_of, host_config, load_manifest, stop_signal};
+use super::embedded::{access_of, host_config, load_manifest, stop_signal, tls};
 use super::{AccessArgs, HostArgs};
 use crate::host::Host;
 use crate::manifest::ActorSpec;
@@ -45,11 +45,13 @@ pub(super) async fn dev(
     let access = access_of(&manifest, access, listen)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let config = host_config(&manifest, args);
+    let tls = tls(&manifest, None)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
-    eprintln!("serving on http://{listen}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("serving on {scheme}://{listen}");
     let mut watched = Vec::new();
     for actor in actors {
         if actor.watch.is_empty() {
@@ -68,6 +70,7 @@ pub(super) async fn dev(
     let serving = crate::http::Serving {
         ui: manifest.host.ui.unwrap_or(true),
         access,
+        tls,
     };
     let served = crate::http::serve_with(host, listener, serving, stop_signal()).await;
     watcher.abort();

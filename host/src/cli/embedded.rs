@@ -4,13 +4,14 @@
 //! a server runs on the same directory.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
 use super::{AccessArgs, ClusterArgs, HostArgs};
 use crate::config::{ClusterConfig, HostConfig, parse_duration};
 use crate::host::Host;
+use crate::http::Tls;
 use crate::manifest::Manifest;
 
 pub(super) fn load_manifest(path: &Path) -> Result<Manifest> {
@@ -33,11 +34,13 @@ pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
 }
 
 /// The cluster `burrow serve` joins, from its flags and the manifest's
-/// `[cluster]` (a flag wins); `None` when neither names one.
+/// `[cluster]` (a flag wins); `None` when neither names one. A host that
+/// serves HTTPS (`tls`) advertises an `https://` address by default.
 pub(super) fn cluster_config(
     manifest: &Manifest,
     args: &ClusterArgs,
     listen: SocketAddr,
+    tls: bool,
 ) -> Result<Option<ClusterConfig>> {
     let section = manifest.cluster.clone().unwrap_or_default();
     let Some(url) = args.cluster.clone().or(section.url) else {
@@ -48,6 +51,7 @@ pub(super) fn cluster_config(
         None if listen.ip().is_unspecified() => bail!(
             "--listen {listen} is a wildcard address: give the address other hosts reach this one at with --advertise (or advertise under [cluster])"
         ),
+        None if tls => format!("https://{listen}"),
         None => format!("http://{listen}"),
     };
     let name = args.name.clone().or(section.name).unwrap_or_else(|| {
@@ -77,6 +81,17 @@ pub(super) fn cluster_config(
     Ok(Some(config))
 }
 
+/// The certificate and key a server serves HTTPS with: the flags' pair,
+/// else the manifest's; `None` (plain HTTP) when neither names one. Read
+/// now, so that a missing or bad file stops the command before the host
+/// starts.
+pub(super) fn tls(manifest: &Manifest, flags: Option<(PathBuf, PathBuf)>) -> Result<Option<Tls>> {
+    flags
+        .or_else(|| manifest.tls_files())
+        .map(|(cert, key)| Tls::load(cert, key))
+        .transpose()
+}
+
 pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
     let manifest = load_manifest(manifest_path)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
@@ -84,21 +99,31 @@ pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<
 }
 
 /// Serves the HTTP API (and, unless `no_ui` or the manifest says
-/// otherwise, the web inspector) on `listen` until Ctrl-C or SIGTERM, then
+/// otherwise, the web inspector) on `listen`, over HTTPS with the `tls`
+/// certificate and key (or the manifest's), until Ctrl-C or SIGTERM, then
 /// puts every instance to sleep (and, in a cluster, gives its leases back).
+/// In a cluster, other hosts' `https://` addresses are verified with the
+/// system's roots and `ca_cert`.
 pub(super) async fn serve(
     manifest_path: &Path,
     listen: SocketAddr,
     no_ui: bool,
     access: &AccessArgs,
+    tls: Option<(PathBuf, PathBuf)>,
     args: &HostArgs,
     cluster: &ClusterArgs,
+    ca_cert: Option<&Path>,
 ) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
     let access = access_of(&manifest, access, listen)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
+    let tls = self::tls(&manifest, tls)?;
     let mut config = host_config(&manifest, args);
-    config.cluster = cluster_config(&manifest, cluster, listen)?;
+    config.cluster = cluster_config(&manifest, cluster, listen, tls.is_some())?;
+    if let Some(cluster) = &mut config.cluster {
+        cluster.trust = super::remote::trust(ca_cert)
+            .map_err(|failure| anyhow::anyhow!("{}", failure.message))?;
+    }
     // Bound before the host starts: a cluster member must be reachable at
     // its advertised address from the moment it joins.
     let listener = tokio::net::TcpListener::bind(listen)
@@ -108,6 +133,7 @@ pub(super) async fn serve(
     let serving = crate::http::Serving {
         ui: !no_ui && manifest.host.ui.unwrap_or(true),
         access,
+        tls,
     };
     crate::http::serve_with(host, listener, serving, stop_signal()).await?;
     Ok(())

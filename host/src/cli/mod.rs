@@ -16,6 +16,7 @@ mod build;
 mod dev;
 mod embedded;
 mod output;
+mod remote;
 mod target;
 mod watch;
 
@@ -30,6 +31,7 @@ pub use args::{
 pub use output::exit_code;
 
 use output::{Failure, parse_json_arg, parse_result, send_outcome};
+use remote::{Remote, client};
 use target::Source;
 
 /// Prints the process's log lines to stderr in `format`, at the level
@@ -62,6 +64,10 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
     let manifest = &cli.manifest;
+    let remote = Remote {
+        ca_cert: cli.ca_cert.as_deref(),
+        token: cli.token.as_deref(),
+    };
     match cli.command {
         Command::Build { actors, host } => {
             build::build(manifest, &actors, &host).await?;
@@ -71,10 +77,23 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             listen,
             no_ui,
             access,
+            tls_cert,
+            tls_key,
             host,
             cluster,
         } => {
-            embedded::serve(manifest, listen, no_ui, &access, &host, &cluster).await?;
+            let tls = tls_cert.zip(tls_key);
+            embedded::serve(
+                manifest,
+                listen,
+                no_ui,
+                &access,
+                tls,
+                &host,
+                &cluster,
+                remote.ca_cert,
+            )
+            .await?;
             Ok(None)
         }
         Command::Dev {
@@ -88,7 +107,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Cluster {
             command: ClusterCommand::Status { url },
         } => {
-            let status = crate::client::Client::new(&url)
+            let status = client(&url, remote)?
                 .cluster_status()
                 .await
                 .map_err(Failure::from)?;
@@ -103,7 +122,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&args, "the arguments")?;
             let result = target
-                .run(manifest, async |on| {
+                .run(manifest, remote, async |on| {
                     on.call(&actor, &key, &action, &args).await
                 })
                 .await?;
@@ -117,7 +136,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         } => {
             parse_json_arg(&input, "the create input")?;
             target
-                .run(manifest, async |on| on.create(&actor, &key, &input).await)
+                .run(manifest, remote, async |on| {
+                    on.create(&actor, &key, &input).await
+                })
                 .await?;
             Ok(Some(json!({ "created": true })))
         }
@@ -128,7 +149,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             check,
             url,
         } => {
-            let client = burrow_client::Client::new(&url);
+            let client = client(&url, remote)?;
             let deployed = match component {
                 Some(path) => {
                     let bytes = std::fs::read(&path).map_err(|e| {
@@ -143,7 +164,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         }
         Command::Destroy { actor, key, target } => {
             target
-                .run(manifest, async |on| on.destroy(&actor, &key).await)
+                .run(manifest, remote, async |on| on.destroy(&actor, &key).await)
                 .await?;
             Ok(Some(json!({ "destroyed": true })))
         }
@@ -154,7 +175,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             url,
             data_dir,
         } => {
-            let source = Source::new(manifest, url, data_dir)?;
+            let source = Source::new(manifest, url, remote, data_dir)?;
             Ok(Some(if history {
                 source.workflow(&actor, &key).await?
             } else {
@@ -178,7 +199,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 wait: wait.then(|| timeout.unwrap_or(crate::config::DEFAULT_SEND_WAIT)),
             };
             let outcome = target
-                .run(manifest, async |on| {
+                .run(manifest, remote, async |on| {
                     on.send(&actor, &key, &event_type, &payload, options).await
                 })
                 .await?;
@@ -190,7 +211,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             url,
             data_dir,
         } => {
-            let source = Source::new(manifest, url, data_dir)?;
+            let source = Source::new(manifest, url, remote, data_dir)?;
             Ok(Some(source.queue(&actor, &key).await?))
         }
         Command::Requeue {
@@ -200,7 +221,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             target
-                .run(manifest, async |on| on.requeue(&actor, &key, id).await)
+                .run(manifest, remote, async |on| {
+                    on.requeue(&actor, &key, id).await
+                })
                 .await?;
             Ok(Some(json!({ "id": id, "status": "requeued" })))
         }
@@ -211,7 +234,9 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             target,
         } => {
             target
-                .run(manifest, async |on| on.discard(&actor, &key, id).await)
+                .run(manifest, remote, async |on| {
+                    on.discard(&actor, &key, id).await
+                })
                 .await?;
             Ok(Some(json!({ "id": id, "status": "discarded" })))
         }
@@ -221,7 +246,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             params,
             url,
         } => {
-            watch::watch(&actor, &key, params.as_deref(), &url).await?;
+            watch::watch(&actor, &key, params.as_deref(), &url, remote).await?;
             Ok(None)
         }
         Command::Bench(args) => {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::Target;
 use super::embedded::{load_manifest, start_host};
 use super::output::Failure;
+use super::remote::{Remote, client};
 use crate::SendOptions;
 use crate::error::Error;
 use crate::host::Host;
@@ -26,15 +27,17 @@ pub(super) enum Backend {
 }
 
 impl Target {
-    /// Runs `op` against the server, or with `--local`, against a host
+    /// Runs `op` against the server (an `https://` one verified with the
+    /// system's roots and `--ca-cert`, sending `--token`), or with `--local`, against a host
     /// embedded in this process, which is shut down afterwards.
     pub(super) async fn run<T>(
         &self,
         manifest: &Path,
+        remote: Remote<'_>,
         op: impl AsyncFnOnce(&Backend) -> Result<T, Failure>,
     ) -> Result<T, Failure> {
         if !self.local {
-            return op(&Backend::Server(Client::new(&self.url))).await;
+            return op(&Backend::Server(client(&self.url, remote)?)).await;
         }
         let host = start_host(manifest, &self.host).await?;
         let backend = Backend::Embedded(host);
@@ -135,15 +138,16 @@ pub(super) enum Source {
 }
 
 impl Source {
-    /// The server at `url` if one is given; else the data directory
-    /// `data_dir`, by default the manifest's.
+    /// The server at `url` if one is given (`https://` verified with `--ca-cert`, sending `--token`);
+    /// else the data directory `data_dir`, by default the manifest's.
     pub(super) fn new(
         manifest: &Path,
         url: Option<String>,
+        remote: Remote<'_>,
         data_dir: Option<PathBuf>,
     ) -> Result<Source, Failure> {
         if let Some(url) = url {
-            return Ok(Source::Server(Client::new(&url)));
+            return Ok(Source::Server(client(&url, remote)?));
         }
         Ok(Source::DataDir(match data_dir {
             Some(dir) => dir,

@@ -4,9 +4,8 @@
 
 use std::io::Write;
 
-use burrow_client::Client;
-
 use super::output::{Failure, parse_json_arg};
+use super::remote::{Remote, client};
 
 /// Prints the events of an instance, one JSON line each, as the server
 /// sends them, until the server closes the connection; Ctrl-C closes it
@@ -16,11 +15,12 @@ pub(super) async fn watch(
     key: &str,
     params: Option<&str>,
     url: &str,
+    remote: Remote<'_>,
 ) -> Result<(), Failure> {
     let params = params
         .map(|text| parse_json_arg(text, "the parameters"))
         .transpose()?;
-    let mut subscription = Client::new(url)
+    let mut subscription = client(url, remote)?
         .actor(actor, key)
         .subscribe(params.as_ref())
         .await?;

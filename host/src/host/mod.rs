@@ -60,10 +60,15 @@ impl Host {
     /// Must be called inside a tokio runtime: the host keeps a task that
     /// puts idle instances to sleep.
     pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        let trust = config
+            .cluster
+            .as_ref()
+            .map(|cluster| cluster.trust.clone())
+            .unwrap_or_default();
         let core = Core::start(config, actors).await?;
         let work = Background::new(core.clone());
         let wakeups: std::sync::Weak<Background> = Arc::downgrade(&work);
-        let forwarder = Forwarder::new();
+        let forwarder = Forwarder::new(&trust);
         core.connect_above(wakeups, Arc::new(GuestLink::new(&work, forwarder.clone())));
         work.start_timer();
         Ok(Host {

@@ -73,16 +73,18 @@ pub struct Forwarded {
 }
 
 /// The HTTP client a host forwards with (connections to other hosts are
-/// kept open between requests).
-#[derive(Clone, Default)]
+/// kept open between requests; `https://` ones verified with the
+/// cluster's trust).
+#[derive(Clone)]
 pub(super) struct Forwarder {
     client: reqwest::Client,
 }
 
 impl Forwarder {
-    pub(super) fn new() -> Forwarder {
+    pub(super) fn new(trust: &burrow_client::Trust) -> Forwarder {
         Forwarder {
-            client: reqwest::Client::builder()
+            client: trust
+                .http_client()
                 .connect_timeout(CONNECT_TIMEOUT)
                 .tcp_nodelay(true)
                 .build()

@@ -55,6 +55,19 @@ struct Limits {
     connections: HashMap<String, (u32, Arc<Semaphore>)>,
 }
 
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Option<Vec<&str>> = self
+            .tokens
+            .as_ref()
+            .map(|tokens| tokens.iter().map(|t| t.name.as_str()).collect());
+        f.debug_struct("Access")
+            .field("tokens", &names)
+            .field("open_metrics", &self.open_metrics)
+            .finish()
+    }
+}
+
 impl Access {
     /// No tokens: every request is let through.
     pub fn open() -> Access {
