@@ -7,8 +7,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "address", "bindings", "blocking", "cache", "config", "deadline", "engine", "error",
-            "metrics", "watchdog",
+            "address", "bindings", "blocking", "cache", "caller", "config", "deadline", "engine",
+            "error", "metrics", "watchdog",
         ],
     ),
     (
@@ -28,6 +28,9 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// come from: `crate::Host` names the public host as `crate::host` does.
 const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Host", "host"),
+    ("Caller", "caller"),
+    ("Identity", "caller"),
+    ("Role", "caller"),
     ("SendOptions", "host"),
     ("SendOutcome", "host"),
     ("EventOutcome", "queue"),

@@ -12,7 +12,7 @@
 //! Layers, bottom up; a module uses only what stands below it (checked by
 //! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
 //!
-//! - leaves: `address`, [`config`], `error`, `deadline`, `watchdog`,
+//! - leaves: `address`, `caller` ([`Caller`]), [`config`], `error`, `deadline`, `watchdog`,
 //!   `blocking`, `bindings`, `engine`, `cache`, `metrics`;
 //! - data: `storage/*` (the instance store, the index of marks, instance
 //!   databases, their tables and SQL sandbox), `inspect` (read-only
@@ -53,6 +53,7 @@ pub mod bench;
 mod bindings;
 mod blocking;
 mod cache;
+mod caller;
 mod capability;
 mod cell;
 pub mod cli;
@@ -81,6 +82,7 @@ mod storage;
 mod watchdog;
 pub mod workflow;
 
+pub use caller::{Caller, Identity, Role};
 pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
 pub use error::{Divergence, Error};
