@@ -56,7 +56,7 @@ function witDir(given) {
 
 /** One ES module: the entry, the SDK and what they import, with the
  * component's own imports (`burrow:*`, `wasi:*`) left as imports, and the
- * world's four exports taken from the entry's default export. */
+ * world's five exports taken from the entry's default export. */
 async function bundle(entry) {
   const sdk = join(here, 'src');
   const build = await rolldown({
@@ -83,6 +83,7 @@ async function bundle(entry) {
             `export const processor = actor.processor;`,
             `export const workflowRunner = actor.workflowRunner;`,
             `export const connections = actor.connections;`,
+            `export const access = actor.access;`,
           ].join('\n');
         },
       },

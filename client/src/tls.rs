@@ -124,7 +124,7 @@ impl Trust {
     }
 
     /// The connector of a WebSocket with this trust.
-    pub(crate) fn connector(&self) -> tokio_tungstenite::Connector {
+    pub fn connector(&self) -> tokio_tungstenite::Connector {
         tokio_tungstenite::Connector::Rustls(self.client_config())
     }
 }

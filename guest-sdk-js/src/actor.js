@@ -9,8 +9,23 @@ import { runWorkflow } from './workflow.js';
 
 const EXPORTS = Symbol('burrow exports');
 const KEYS = new Set([
-  'migrate', 'create', 'wake', 'sleep', 'destroy', 'queue', 'workflow', 'connect', 'disconnect', 'actions',
+  'migrate', 'create', 'wake', 'sleep', 'destroy', 'queue', 'workflow', 'connect', 'disconnect', 'actions', 'internal',
 ]);
+
+/** `internal` as `{names, fromActors}`: a list of action names, or
+ * `{actions: [...], fromActors}` (`fromActors` true unless false). */
+function internalActions(value, actions) {
+  if (value === undefined) return { names: [], fromActors: true };
+  const list = Array.isArray(value) ? value : value?.actions;
+  const fromActors = Array.isArray(value) ? true : value?.fromActors ?? true;
+  if (!Array.isArray(list) || typeof fromActors !== 'boolean') {
+    throw new Error('internal must be a list of action names, or {actions: [...names], fromActors: boolean}');
+  }
+  for (const name of list) {
+    if (!actions.has(name)) throw new Error(`internal names ${JSON.stringify(name)}, which is not one of the actions`);
+  }
+  return { names: [...new Set(list)], fromActors };
+}
 
 /** `fn` or `[fn, ...types]` as `{fn, types}`; `types` is null for a bare
  * function. */
@@ -78,6 +93,7 @@ function encodeResult(value) {
  *       workflow: run,                            // async (ctx, input) => output
  *       connect, disconnect,                      // (id, params) and (id)
  *       actions: { increment: [increment, 'integer'], get },
+ *       internal: ['fire'],                       // or {actions: [...], fromActors: false}
  *     });
  *
  * An action (and `create`, `workflow` and `connect`) is a function, or
@@ -85,6 +101,12 @@ function encodeResult(value) {
  * checked: see the README for the types. A bare function gets as many
  * arguments as it declares parameters (`fn.length`), unchecked. Any of them
  * may be async.
+ *
+ * `internal` names actions that clients may not call: the host answers
+ * them as for an action the actor does not have (`unknown-action`), before
+ * the actor's code runs. The instance's schedules and the actor's own code
+ * may call them, and other actors unless `fromActors: false`. `caller()`
+ * tells an action who called it.
  */
 export function actor(definition) {
   if (definition === null || typeof definition !== 'object') {
@@ -108,6 +130,7 @@ export function actor(definition) {
     const c = callable(value, `action ${JSON.stringify(name)}`);
     actions.set(name, { ...c, arity: c.types === null ? c.fn.length : c.types.length });
   }
+  const internal = internalActions(definition.internal, actions);
   const queue = definition.queue ?? null;
   if (queue !== null) {
     if (typeof queue !== 'object' || typeof queue.process !== 'function') {
@@ -212,7 +235,11 @@ export function actor(definition) {
     onDisconnect: (id) => runHook(hooks.disconnect, Number(id)),
   };
 
-  return Object.freeze({ [EXPORTS]: true, guest, processor, workflowRunner, connections });
+  const access = {
+    internal: () => ({ names: [...internal.names], fromActors: internal.fromActors }),
+  };
+
+  return Object.freeze({ [EXPORTS]: true, guest, processor, workflowRunner, connections, access });
 }
 
 /** The exports of a module's default export: an `actor()`, or a plain

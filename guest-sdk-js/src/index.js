@@ -14,6 +14,7 @@
 // Build it with `node guest-sdk-js/build.mjs app.js app.wasm`.
 
 export { actor } from './actor.js';
+export { caller, callerJson } from './caller.js';
 export {
   Failure,
   NotInStepError,

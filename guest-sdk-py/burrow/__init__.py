@@ -8,7 +8,8 @@ transaction that the host commits only if the action returns. An actor can
 also process a durable queue (`burrow.queue`), run a durable workflow
 (`burrow.workflow`), schedule its actions for later (`burrow.schedule`),
 call other actors (`burrow.actors`) and send events to connected clients
-(`burrow.events`).
+(`burrow.events`). It can keep actions from clients
+(`@burrow.action(internal=True)`) and see who calls (`burrow.caller()`).
 
     import burrow
     from burrow import db
@@ -37,16 +38,20 @@ gives the caller the code and message.
 
 from . import actors, db, events, log, queue, schedule, state, workflow
 from ._actor import action, actor
+from ._caller import Caller, Identity, caller
 from ._errors import Error, InvalidArguments, NotAllowed, NotInStep
 
 __all__ = [
+    "Caller",
     "Error",
+    "Identity",
     "InvalidArguments",
     "NotAllowed",
     "NotInStep",
     "action",
     "actor",
     "actors",
+    "caller",
     "db",
     "events",
     "log",

@@ -17,9 +17,11 @@ class Registry:
         self.workflow = None
         self.connect = None
         self.disconnect = None
+        self.internal = set()
+        self.internal_from_actors = True
         self.declared = False
 
-    def add_action(self, fn, name=None):
+    def add_action(self, fn, name=None, internal=False):
         if not callable(fn):
             raise TypeError(f"an action must be a function, not {fn!r}")
         name = name or fn.__name__
@@ -28,6 +30,13 @@ class Registry:
         if name in self.actions:
             raise ValueError(f"the action `{name}` is declared twice")
         self.actions[name] = (fn, _types.Signature(fn, name))
+        if internal:
+            self.internal.add(name)
+
+    def internal_actions(self):
+        """The internal actions' names, sorted, and whether other actors
+        may call them (the `access` export's answer)."""
+        return sorted(self.internal), self.internal_from_actors
 
     def declare(self, **parts):
         if self.declared:
@@ -47,6 +56,15 @@ class Registry:
             raise ValueError("`select` is for an actor with a queue (`policy` and `process`)")
         for action in parts.get("actions") or ():
             self.add_action(action)
+        for action in parts.get("internal") or ():
+            name = action if isinstance(action, str) else getattr(action, "__name__", None)
+            if name not in self.actions or (not isinstance(action, str) and self.actions[name][0] is not action):
+                raise ValueError(f"`internal` names {action!r}, which is not one of the actor's actions")
+            self.internal.add(name)
+        from_actors = parts.get("internal_from_actors", True)
+        if not isinstance(from_actors, bool):
+            raise TypeError(f"`internal_from_actors` must be True or False, not {from_actors!r}")
+        self.internal_from_actors = from_actors
 
 
 def _callable(value, what):
@@ -58,11 +76,20 @@ def _callable(value, what):
 REGISTRY = Registry()
 
 
-def action(fn=None, *, name=None):
+def action(fn=None, *, name=None, internal=False):
     """Registers `fn` as an action, named like the function (or `name`).
 
         @burrow.action
         def increment(amount: int) -> int: ...
+
+        @burrow.action(internal=True)
+        def fire(text: str): ...
+
+    An internal action may not be called by clients: the host answers them
+    as for an action the actor does not have (`unknown-action`), before the
+    actor's code runs. The instance's schedules and the actor's own code
+    may call it, and other actors unless `burrow.actor(...,
+    internal_from_actors=False)`.
 
     Arguments arrive as a JSON array and are checked against the type hints
     (int, float, str, bool, None, list[...], tuple[...], dict[str, ...],
@@ -73,8 +100,8 @@ def action(fn=None, *, name=None):
     if fn is None or isinstance(fn, str):
         if isinstance(fn, str):
             name = fn
-        return lambda f: action(f, name=name)
-    REGISTRY.add_action(fn, name)
+        return lambda f: action(f, name=name, internal=internal)
+    REGISTRY.add_action(fn, name, internal)
     return fn
 
 
@@ -92,6 +119,8 @@ def actor(
     connect=None,
     disconnect=None,
     actions=(),
+    internal=(),
+    internal_from_actors=True,
 ):
     """Declares the actor, like Rust's `actor!`:
 
@@ -105,7 +134,11 @@ def actor(
     picks events for `Policy.custom()`. A workflow actor gives
     `workflow=run` (see `burrow.workflow`). `connect(id, params)` may refuse
     a client by raising; `disconnect(id)` hears that it left. `actions` adds
-    to those registered with `@burrow.action`.
+    to those registered with `@burrow.action`. `internal` lists actions
+    (functions or names) that clients may not call, like
+    `@burrow.action(internal=True)`; `internal_from_actors=False` keeps
+    them from other actors too (the actor's own code and its schedules
+    always may call them). `burrow.caller()` tells an action who called.
     """
     REGISTRY.declare(
         migrate=migrate,
@@ -120,6 +153,8 @@ def actor(
         connect=connect,
         disconnect=disconnect,
         actions=actions,
+        internal=internal,
+        internal_from_actors=internal_from_actors,
     )
 
 

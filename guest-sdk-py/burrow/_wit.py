@@ -8,8 +8,8 @@ host raises RuntimeError.
 
 try:
     from componentize_py_types import Err
-    from wit_world.exports import processor, workflow_runner
-    from wit_world.imports import actors, db, events, log, queue, schedule, state, types, workflow
+    from wit_world.exports import access, processor, workflow_runner
+    from wit_world.imports import actors, caller, db, events, log, queue, schedule, state, types, workflow
 
     AVAILABLE = True
 except ImportError:  # pragma: no cover - outside a component
@@ -32,7 +32,9 @@ except ImportError:  # pragma: no cover - outside a component
                 "component built with componentize-py (see guest-sdk-py/README.md)"
             )
 
+    access = _Missing("access")
     actors = _Missing("actors")
+    caller = _Missing("caller")
     db = _Missing("db")
     events = _Missing("events")
     log = _Missing("log")

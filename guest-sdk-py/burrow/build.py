@@ -73,7 +73,7 @@ def build(source, output, module="app", wit=None, quiet=False):
                 "# The component's entry, written by burrow.build: the actor's module\n"
                 "# declares the actor; the SDK's classes are the exports.\n"
                 f"import {module}  # noqa: F401\n"
-                "from burrow.exports import Connections, Guest, Processor, WorkflowRunner  # noqa: F401\n"
+                "from burrow.exports import Access, Connections, Guest, Processor, WorkflowRunner  # noqa: F401\n"
             )
         command = [
             exe,

@@ -11,20 +11,21 @@ import traceback
 from . import _types, log, workflow
 from ._actor import REGISTRY
 from ._errors import Error
-from ._wit import AVAILABLE, Err, types, workflow_runner
+from ._wit import AVAILABLE, Err, access, types, workflow_runner
 from .queue import Event
 
 if AVAILABLE:
     from wit_world import exports as _exports
 
-    _Guest, _Processor, _WorkflowRunner, _Connections = (
+    _Guest, _Processor, _WorkflowRunner, _Connections, _Access = (
         _exports.Guest,
         _exports.Processor,
         _exports.WorkflowRunner,
         _exports.Connections,
+        _exports.Access,
     )
 else:  # pragma: no cover - outside a component
-    _Guest = _Processor = _WorkflowRunner = _Connections = object
+    _Guest = _Processor = _WorkflowRunner = _Connections = _Access = object
 
 
 def _failure(e, during):
@@ -163,4 +164,10 @@ class Connections(_Connections):
             raise Err(_failure(e, "the disconnect hook")) from None
 
 
-__all__ = ["Guest", "Processor", "WorkflowRunner", "Connections"]
+class Access(_Access):
+    def internal(self):
+        names, from_actors = REGISTRY.internal_actions()
+        return access.InternalActions(names=names, from_actors=from_actors)
+
+
+__all__ = ["Guest", "Processor", "WorkflowRunner", "Connections", "Access"]

@@ -8,6 +8,8 @@
 //! process a durable queue ([`queue`]), run a durable workflow
 //! ([`workflow`]), schedule its actions for later ([`schedule`]), call other
 //! actors ([`actors`]) and send events to connected clients ([`events`]).
+//! It can keep actions from clients (`internal` in [`actor!`]) and see who
+//! calls ([`caller()`]).
 //!
 //! # Example
 //!
@@ -48,6 +50,7 @@
 #![deny(missing_docs)]
 
 pub mod actors;
+mod caller;
 pub mod db;
 mod dispatch;
 mod error;
@@ -58,6 +61,7 @@ pub mod schedule;
 pub mod state;
 pub mod workflow;
 
+pub use caller::{Caller, Identity, Role, caller};
 pub use error::{Error, Result};
 pub use serde_json::Value as Json;
 
@@ -95,6 +99,23 @@ pub mod wit {
 /// }
 /// burrow_sdk::actor! { actions: [hello] }
 /// ```
+///
+/// After the actions, `internal: [..]` names those of them that clients
+/// may not call: the host answers a client as if the action did not exist
+/// (`unknown-action`), before the actor's code runs. The instance's
+/// schedules and the actor's own code (any of its instances) may call
+/// them, and so may other actors, unless the list says
+/// `internal(from_actors = false): [..]`. [`caller()`] tells an action who
+/// called it.
+///
+/// ```no_run
+/// # fn remind(text: String) -> burrow_sdk::Result<u64> { burrow_sdk::schedule::after(1000, "fire", &(text,)) }
+/// # fn fire(text: String) -> burrow_sdk::Result<()> { Ok(()) }
+/// burrow_sdk::actor! {
+///     actions: [remind, fire],
+///     internal(from_actors = false): [fire],
+/// }
+/// ```
 #[macro_export]
 macro_rules! actor {
     (
@@ -111,7 +132,9 @@ macro_rules! actor {
         $(workflow: $workflow:path,)?
         $(connect: $connect:path,)?
         $(disconnect: $disconnect:path,)?
-        actions: [$($action:ident),* $(,)?] $(,)?
+        actions: [$($action:ident),* $(,)?]
+        $(, internal $(( from_actors = $from_actors:literal ))? : [$($internal:ident),* $(,)?])?
+        $(,)?
     ) => {
         #[doc(hidden)]
         pub struct __BurrowActor;
@@ -201,6 +224,17 @@ macro_rules! actor {
                 $(return $crate::events::__disconnect($disconnect, id);)?
                 let _ = id;
                 Ok(())
+            }
+        }
+
+        impl $crate::wit::exports::burrow::actor::access::Guest for __BurrowActor {
+            fn internal() -> $crate::wit::exports::burrow::actor::access::InternalActions {
+                // `true`, unless the list says `from_actors = false`.
+                let from_actors: bool = true $($(&& $from_actors)?)?;
+                $crate::wit::exports::burrow::actor::access::InternalActions {
+                    names: ::std::vec![$($(::std::string::String::from(::core::stringify!($internal))),*)?],
+                    from_actors,
+                }
             }
         }
 

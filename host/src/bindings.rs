@@ -3,8 +3,9 @@
 //!
 //! The bindings are generated for the largest world, `full-actor`, so the
 //! linker offers every import. Exports are looked up one interface at a
-//! time: `guest` is required; `processor`, `workflow-runner` and
-//! `connections` are optional (a plain `actor` component exports none).
+//! time: `guest` is required; `processor`, `workflow-runner`,
+//! `connections` and `access` are optional (a plain `actor` component
+//! exports none).
 
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{AsContextMut, Result};
@@ -23,9 +24,11 @@ wasmtime::component::bindgen!({
 });
 
 pub(crate) use self::burrow::actor::{
-    actors, db, events, log, queue, schedule, state, types, workflow,
+    actors, caller, db, events, log, queue, schedule, state, types, workflow,
 };
-pub(crate) use self::exports::burrow::actor::{connections, guest, processor, workflow_runner};
+pub(crate) use self::exports::burrow::actor::{
+    access, connections, guest, processor, workflow_runner,
+};
 
 /// Where a component's exports are, found once per component.
 pub(crate) struct ExportsPre<T: 'static> {
@@ -34,6 +37,7 @@ pub(crate) struct ExportsPre<T: 'static> {
     processor: Option<processor::GuestIndices>,
     runner: Option<workflow_runner::GuestIndices>,
     connections: Option<connections::GuestIndices>,
+    access: Option<access::GuestIndices>,
 }
 
 impl<T: 'static> Clone for ExportsPre<T> {
@@ -44,6 +48,7 @@ impl<T: 'static> Clone for ExportsPre<T> {
             processor: self.processor.clone(),
             runner: self.runner.clone(),
             connections: self.connections.clone(),
+            access: self.access.clone(),
         }
     }
 }
@@ -54,6 +59,7 @@ pub(crate) struct Exports {
     pub(crate) processor: Option<processor::Guest>,
     pub(crate) runner: Option<workflow_runner::Guest>,
     pub(crate) connections: Option<connections::Guest>,
+    pub(crate) access: Option<access::Guest>,
 }
 
 impl<T: Send + 'static> ExportsPre<T> {
@@ -63,12 +69,14 @@ impl<T: Send + 'static> ExportsPre<T> {
         let processor = processor::GuestIndices::new(&instance_pre).ok();
         let runner = workflow_runner::GuestIndices::new(&instance_pre).ok();
         let connections = connections::GuestIndices::new(&instance_pre).ok();
+        let access = access::GuestIndices::new(&instance_pre).ok();
         Ok(ExportsPre {
             instance_pre,
             guest,
             processor,
             runner,
             connections,
+            access,
         })
     }
 
@@ -100,11 +108,16 @@ impl<T: Send + 'static> ExportsPre<T> {
             Some(indices) => Some(indices.load(&mut store, &instance)?),
             None => None,
         };
+        let access = match &self.access {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
         Ok(Exports {
             guest,
             processor,
             runner,
             connections,
+            access,
         })
     }
 }

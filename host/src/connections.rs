@@ -227,8 +227,10 @@ pub(crate) enum Received {
     Closed,
 }
 
-/// A live connection; dropping it unregisters it.
-pub(crate) struct Connection {
+/// A client's live connection to an instance ([`crate::Host::connect_as`]);
+/// dropping it unregisters it, and [`crate::Host::disconnect`] also runs
+/// the instance's disconnect hook.
+pub struct Connection {
     /// Unique within the host's run.
     pub(crate) id: u64,
     channel: u64,
@@ -240,6 +242,12 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// The connection's id, unique within the host's run (the connection
+    /// hooks' `id`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Counts the events this connection receives in `metrics`.
     pub(crate) fn count_in(&mut self, metrics: Arc<ActorMetrics>) {
         self.metrics = Some(metrics);

@@ -470,7 +470,7 @@ async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>
 async fn call(
     State(host): State<Host>,
     headers: HeaderMap,
-    Extension(_caller): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
@@ -496,7 +496,7 @@ async fn call(
         }
     };
     let result = host
-        .call_from(hop(&headers), chain, &actor, &key, &action, args)
+        .call_from_as(hop(&headers), caller, chain, &actor, &key, &action, args)
         .await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],

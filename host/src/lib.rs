@@ -12,7 +12,7 @@
 //! Layers, bottom up; a module uses only what stands below it (checked by
 //! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
 //!
-//! - leaves: `address`, [`config`], `error`, `deadline`, `watchdog`,
+//! - leaves: `address`, `caller` ([`Caller`]), [`config`], `error`, `deadline`, `watchdog`,
 //!   `blocking`, `bindings`, `engine`, `cache`, `metrics`;
 //! - data: `storage/*` (the instance store, the index of marks, instance
 //!   databases, their tables and SQL sandbox), `inspect` (read-only

@@ -50,12 +50,27 @@ impl Cluster {
     }
 
     fn start_with(n: usize, lease: Duration, call_timeout: &str) -> Cluster {
+        Cluster::start_configured(n, lease, call_timeout, "", &[])
+    }
+
+    /// `n` hosts whose manifests begin with `head` (a `[host]` section),
+    /// with `files` (name and text) beside the manifest.
+    fn start_configured(
+        n: usize,
+        lease: Duration,
+        call_timeout: &str,
+        head: &str,
+        files: &[(&str, &str)],
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
         let manifest = dir.path().join("burrow.toml");
         std::fs::write(
             &manifest,
             format!(
-                "[actors.counter]\ncomponent = {:?}\n\n\
+                "{head}\n[actors.counter]\ncomponent = {:?}\n\n\
                  [actors.talk]\ncomponent = {:?}\ncall_timeout = {call_timeout:?}\n\n\
                  [actors.queue-probe]\ncomponent = {:?}\n\n\
                  [actors.workflow-probe]\ncomponent = {:?}\n",
@@ -681,6 +696,60 @@ async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
     assert_eq!(a.keys("talk").await.unwrap(), ["y"]);
     let e = b.inspect("talk", "x").await.unwrap_err();
     assert_eq!(e.code, "no-such-instance", "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forwarded_request_keeps_its_callers_identity_and_its_tokens_checks() {
+    let tokens = "[tokens.web]\nrole = \"client\"\nsecret = \"web-secret-0123456789\"\n\
+                  actors = [\"talk\"]\n";
+    let cluster = Cluster::start_configured(
+        2,
+        LEASE,
+        "10s",
+        "[host]\ntokens = \"tokens.toml\"\n",
+        &[("tokens.toml", tokens)],
+    );
+    let token = "web-secret-0123456789";
+    let (a, b) = (
+        cluster.client(0).with_token(token),
+        cluster.client(1).with_token(token),
+    );
+    let web = json!({"client": {"name": "web", "role": "client"}});
+    assert_eq!(call(&a, "talk", "x", "whoami", json!([])).await, web);
+    // Through the other host: served where x lives, as the same caller.
+    assert_eq!(call(&b, "talk", "x", "whoami", json!([])).await, web);
+    // An internal action stays unknown to the client there too.
+    let e = b
+        .call("talk", "x", "guarded", r#"["through b"]"#)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "unknown-action", "{e:?}");
+    // A WebSocket through b, its token sent as a browser sends it.
+    let url = format!(
+        "{}/actors/talk/x/connect",
+        cluster.url(1).replacen("http://", "ws://", 1)
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    use futures_util::{SinkExt, StreamExt};
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            json!({ "token": token }).to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(first.to_text().unwrap().contains("connected"), "{first}");
+    // Without the token, the other host refuses before forwarding.
+    let e = cluster
+        .client(1)
+        .call("talk", "x", "whoami", "[]")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "unauthenticated", "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,6 +6,7 @@
 mod postgres;
 mod support;
 
+mod access;
 mod batches;
 mod bench;
 mod calls;

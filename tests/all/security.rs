@@ -272,6 +272,49 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn actions_and_internal_actions_see_the_token_that_called_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let talk = burrow::manifest::ActorSpec::new("talk", programs::TALK_PROBE);
+    let host = start(dir.path(), &[talk]).await;
+    let tokens = TOKENS.replace("\"counter\", \"chat-room\"", "\"talk\"");
+    let server = Server::start_with(host.clone(), serving(&tokens)).await;
+    let whoami = async |who: Who| {
+        send(
+            &server.url,
+            who,
+            Method::POST,
+            "/actors/talk/t/actions/whoami",
+            "[]",
+        )
+        .await
+    };
+    assert_eq!(
+        whoami(Who::Client).await.2,
+        json!({"client": {"name": "web", "role": "client"}})
+    );
+    assert_eq!(
+        whoami(Who::Admin).await.2,
+        json!({"client": {"name": "ops", "role": "admin"}})
+    );
+    // An internal action is unknown to every client, admins too.
+    for who in [Who::Client, Who::Admin] {
+        let (status, _, answer) = send(
+            &server.url,
+            who,
+            Method::POST,
+            "/actors/talk/t/actions/guarded",
+            r#"["from outside"]"#,
+        )
+        .await;
+        assert_eq!(
+            (status, &answer["error"]["code"]),
+            (404, &json!("unknown-action"))
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn metrics_can_be_opened_to_scrapers_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let host = start(dir.path(), &[counter()]).await;

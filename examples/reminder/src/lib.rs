@@ -9,6 +9,9 @@
 //! `pending` lists the reminders still to come (from the schedules
 //! themselves), `cancel` drops one, and each firing is broadcast as the
 //! event `reminder` to the connected clients (`burrow watch reminder KEY`).
+//! `fire` is internal: only the schedules (and the actor's own code) may
+//! run it; a client or another actor that calls it is answered as for an
+//! action the actor does not have.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -128,4 +131,5 @@ fn now_ms() -> Result<i64> {
 burrow_sdk::actor! {
     migrate: migrate,
     actions: [remind, remind_at, pending, cancel, fired, fire],
+    internal(from_actors = false): [fire],
 }

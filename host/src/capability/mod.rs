@@ -2,6 +2,7 @@
 //! linker that offers them (with WASI) to every component.
 
 pub(crate) mod actors;
+pub(crate) mod caller;
 pub(crate) mod db;
 pub(crate) mod determinism;
 pub(crate) mod events;

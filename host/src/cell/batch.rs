@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use crate::address::Address;
+use crate::caller::Caller;
 use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
 use crate::storage::instance_db::Savepoint;
@@ -43,6 +44,8 @@ pub(crate) struct CallJob {
     args: String,
     /// The instances waiting on this call (empty for a call from outside).
     chain: Vec<Address>,
+    /// Who makes the call.
+    caller: Caller,
     answer: Mutex<Option<Result<String, Error>>>,
     /// Taken into a batch; with no answer and no batch running, that batch
     /// was dropped mid-way and the call must be queued again.
@@ -50,11 +53,17 @@ pub(crate) struct CallJob {
 }
 
 impl CallJob {
-    pub(crate) fn new(action: &str, args: &str, chain: Vec<Address>) -> Arc<CallJob> {
+    pub(crate) fn new(
+        action: &str,
+        args: &str,
+        chain: Vec<Address>,
+        caller: Caller,
+    ) -> Arc<CallJob> {
         Arc::new(CallJob {
             action: action.into(),
             args: args.into(),
             chain,
+            caller,
             answer: Mutex::new(None),
             taken: AtomicBool::new(false),
         })
@@ -141,7 +150,9 @@ impl Cell {
         let Some(job) = pending.take() else {
             return false;
         };
-        let answer = self.action(&job.action, &job.args, &job.chain).await;
+        let answer = self
+            .action(&job.action, &job.args, &job.chain, &job.caller)
+            .await;
         job.answer(answer);
         true
     }
@@ -221,7 +232,7 @@ impl Cell {
         self.store.data_mut().chain.clone_from(&job.chain);
         let result = self
             .in_savepoint(alone, async |cell| {
-                cell.run_action(&job.action, &job.args).await
+                cell.run_action(&job.action, &job.args, &job.caller).await
             })
             .await;
         self.store.data_mut().chain.clear();

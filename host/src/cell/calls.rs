@@ -8,6 +8,7 @@ use wasmtime::{Store, Trap};
 use crate::address::Address;
 use crate::bindings::Exports;
 use crate::bindings::types::{ActionError, Failure};
+use crate::caller::{Caller, InternalActions};
 use crate::config::MAX_RESULT_BYTES;
 use crate::deadline::DeadlineExceeded;
 use crate::error::Error;
@@ -20,18 +21,19 @@ use crate::storage::schedule as schedule_db;
 use super::{Cell, storage_error};
 
 impl Cell {
-    /// Runs the action `name` with JSON `args` in one transaction; `chain`
-    /// holds the instances waiting on this call (empty for a call from
-    /// outside).
+    /// Runs the action `name` with JSON `args` for `caller` in one
+    /// transaction; `chain` holds the instances waiting on this call
+    /// (empty for a call from outside).
     pub(crate) async fn action(
         &mut self,
         name: &str,
         args: &str,
         chain: &[Address],
+        caller: &Caller,
     ) -> Result<String, Error> {
         self.begin()?;
         self.store.data_mut().chain = chain.to_vec();
-        let result = self.run_action(name, args).await;
+        let result = self.run_action(name, args, caller).await;
         self.store.data_mut().chain.clear();
         self.finish(result)
     }
@@ -56,7 +58,7 @@ impl Cell {
             ran += 1;
             self.begin()?;
             let mut result = self
-                .run_action(&schedule.action, &schedule.args)
+                .run_action(&schedule.action, &schedule.args, &Caller::Schedule)
                 .await
                 .map(drop);
             if result.is_ok() {
@@ -94,11 +96,19 @@ impl Cell {
         Ok(ran == limit && mark.is_some_and(|at| at <= now_ms()))
     }
 
-    /// Runs the connect hook for connection `id` with `params` (JSON) in
-    /// one transaction. An actor without the hook accepts every connection.
-    pub(crate) async fn connect(&mut self, id: u64, params: &str) -> Result<(), Error> {
+    /// Runs the connect hook for connection `id` of `caller` with `params`
+    /// (JSON) in one transaction. An actor without the hook accepts every
+    /// connection.
+    pub(crate) async fn connect(
+        &mut self,
+        id: u64,
+        params: &str,
+        caller: &Caller,
+    ) -> Result<(), Error> {
         self.begin()?;
+        self.store.data_mut().caller = caller.clone();
         let result = self.connection_hook("connect", id, params).await;
+        self.store.data_mut().caller = Caller::Host;
         self.finish(result)
     }
 
@@ -143,14 +153,34 @@ impl Cell {
         }
     }
 
-    pub(super) async fn run_action(&mut self, name: &str, args: &str) -> Result<String, Error> {
+    /// Runs the action `name` for `caller`, unless it is internal and
+    /// `caller` may not run it: then it is refused as an unknown action,
+    /// before any guest code runs.
+    pub(super) async fn run_action(
+        &mut self,
+        name: &str,
+        args: &str,
+        caller: &Caller,
+    ) -> Result<String, Error> {
+        let actor = self.name().actor.clone();
+        if !caller.may_run_internal(&actor, false)
+            && self.internal_actions().await?.refuses(name, caller, &actor)
+        {
+            return Err(Error::UnknownAction {
+                actor: actor.to_string(),
+                action: failure_text(name),
+            });
+        }
         // A scheduled action's name is guest text.
         let during = failure_text(&format!("action {name}"));
+        self.store.data_mut().caller = caller.clone();
         let outcome = self
             .call(Mode::Action, &during, async |exports, store| {
                 exports.guest.call_action(store, name, args).await
             })
-            .await?;
+            .await;
+        self.store.data_mut().caller = Caller::Host;
+        let outcome = outcome?;
         let fail = |code: &str, message: String| self.failed(&during, code, message);
         match outcome {
             Ok(result) if result.len() > MAX_RESULT_BYTES => Err(fail(
@@ -172,6 +202,34 @@ impl Cell {
             }),
             Err(ActionError::Failed(Failure { code, message })) => Err(fail(&code, message)),
         }
+    }
+
+    /// The actor's internal actions, read from the component's `access`
+    /// export the first time a caller needs them, then kept with the cell.
+    async fn internal_actions(&mut self) -> Result<&InternalActions, Error> {
+        if self.internal.is_none() {
+            let internal = match self.exports.access.is_some() {
+                false => InternalActions::default(),
+                true => {
+                    let declared = self
+                        .call(
+                            Mode::Hook("access"),
+                            "access internal",
+                            async |exports, store| {
+                                let access = exports.access.as_ref().expect("checked above");
+                                access.call_internal(store).await
+                            },
+                        )
+                        .await?;
+                    InternalActions {
+                        names: declared.names,
+                        from_actors: declared.from_actors,
+                    }
+                }
+            };
+            self.internal = Some(internal);
+        }
+        Ok(self.internal.as_ref().expect("just read"))
     }
 
     pub(super) async fn hook(&mut self, hook: &'static str) -> Result<(), Error> {

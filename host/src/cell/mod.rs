@@ -31,6 +31,7 @@ use wasmtime::{Engine, Store, StoreLimitsBuilder, UpdateDeadline};
 
 use crate::address::Address;
 use crate::bindings::Exports;
+use crate::caller::InternalActions;
 use crate::config::{MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
@@ -119,6 +120,9 @@ pub(crate) struct Cell {
     workflow_started: bool,
     /// The version of the actor's definition it runs.
     version: u64,
+    /// The actions clients may not call, once read from the component
+    /// (see `calls.rs`).
+    internal: Option<InternalActions>,
     awake: AwakeToken,
 }
 
@@ -203,6 +207,7 @@ impl Cell {
             queue_grew: false,
             workflow_started: false,
             version: def.version,
+            internal: None,
             awake,
         };
         cell.db().begin().map_err(storage)?;

@@ -104,6 +104,7 @@ pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<
 /// puts every instance to sleep (and, in a cluster, gives its leases back).
 /// In a cluster, other hosts' `https://` addresses are verified with the
 /// system's roots and `ca_cert`.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn serve(
     manifest_path: &Path,
     listen: SocketAddr,

@@ -2,6 +2,7 @@
 //! closing one its disconnect hook, unless the instance it was made to is
 //! gone.
 
+use crate::caller::Caller;
 use crate::cell::Origin;
 use crate::config::{MAX_ARGS_BYTES, max_connected_instances};
 use crate::connections::{Connection, Limits};
@@ -11,12 +12,15 @@ use crate::runtime::ConflictRetry;
 use super::Host;
 
 impl Host {
-    /// Opens a connection to (`actor`, `key`) with `params` (JSON text):
-    /// wakes or creates the instance and runs its connect hook, which may
-    /// refuse. The connection receives the instance's events until it is
-    /// dropped; then call [`Host::disconnect`].
-    pub(crate) async fn connect(
+    /// Opens a connection of `caller` to (`actor`, `key`) with `params`
+    /// (JSON text): wakes or creates the instance and runs its connect
+    /// hook, which sees `caller` (`burrow:actor/caller`) and may refuse
+    /// ([`Error::ConnectionRefused`]). The connection receives the
+    /// instance's events until it is dropped; then call
+    /// [`Host::disconnect`].
+    pub async fn connect_as(
         &self,
+        caller: Caller,
         actor: &str,
         key: &str,
         params: &str,
@@ -52,7 +56,7 @@ impl Host {
             };
             self.core
                 .with_cell(actor, key, Origin::CreateIfMissing("null"), async |cell| {
-                    cell.connect(id, params).await
+                    cell.connect(id, params, &caller).await
                 })
                 .await
         })
@@ -64,7 +68,7 @@ impl Host {
     /// instance it was made to is gone: being destroyed, or destroyed and
     /// followed by a new instance at the same address, whose hook must not
     /// hear of connections it never accepted.
-    pub(crate) async fn disconnect(
+    pub async fn disconnect(
         &self,
         actor: &str,
         key: &str,

@@ -22,9 +22,11 @@ use tracing::Instrument;
 
 use crate::address::Address;
 use crate::background::Background;
+use crate::caller::Caller;
 use crate::capability;
 use crate::cell::Origin;
 use crate::config::{HostConfig, MAX_ARGS_BYTES};
+pub use crate::connections::Connection;
 use crate::directory::SlotState;
 use crate::engine;
 use crate::error::Error;
@@ -134,7 +136,8 @@ impl Host {
 
     /// Calls `action` on the instance (`actor`, `key`) with `args`, a JSON
     /// array, and returns the JSON result. The first call creates the
-    /// instance (with a `null` create input).
+    /// instance (with a `null` create input). The caller is a client
+    /// without an identity ([`Host::call_as`]).
     pub async fn call(
         &self,
         actor: &str,
@@ -142,12 +145,29 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<String, Error> {
-        self.call_on_chain(Vec::new(), actor, key, action, args)
+        self.call_as(Caller::Client(None), actor, key, action, args)
+            .await
+    }
+
+    /// [`Host::call`] for `caller`, which the action can read
+    /// (`burrow:actor/caller`). An internal action of the actor is refused
+    /// to a client, and to another actor unless the actor allows it, with
+    /// [`Error::UnknownAction`], as for an action it does not have.
+    pub async fn call_as(
+        &self,
+        caller: Caller,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
+        self.call_from_as(Hop::Origin, caller, Vec::new(), actor, key, action, args)
             .await
     }
 
     /// Calls `action` for another instance's guest code: `chain` holds the
-    /// instances waiting on this call, outermost first.
+    /// instances waiting on this call, outermost first (the last is the
+    /// caller).
     pub(crate) async fn call_on_chain(
         &self,
         chain: Vec<Address>,
@@ -160,9 +180,8 @@ impl Host {
             .await
     }
 
-    /// Calls `action` for a request that came `hop`, with the chain of
-    /// instances waiting on it: here, or at the host that serves the
-    /// instance.
+    /// [`Host::call_from_as`] for a client without an identity, or for
+    /// guest code when `chain` is not empty.
     pub(crate) async fn call_from(
         &self,
         hop: Hop,
@@ -172,6 +191,28 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<String, Error> {
+        self.call_from_as(hop, Caller::Client(None), chain, actor, key, action, args)
+            .await
+    }
+
+    /// Calls `action` for a request that came `hop`, with the chain of
+    /// instances waiting on it: here, or at the host that serves the
+    /// instance. A call with a chain comes from guest code, and its caller
+    /// is the chain's last instance whatever `caller` says (so a call
+    /// between actors forwarded from another host of a cluster keeps its
+    /// caller); `caller` is for a call from outside.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn call_from_as(
+        &self,
+        hop: Hop,
+        caller: Caller,
+        chain: Vec<Address>,
+        actor: &str,
+        key: &str,
+        action: &str,
+        args: &str,
+    ) -> Result<String, Error> {
+        let caller = chain.last().map(Caller::actor).unwrap_or(caller);
         if args.len() > MAX_ARGS_BYTES {
             let refused = Err(Error::InvalidArguments {
                 actor: actor.into(),
@@ -188,6 +229,7 @@ impl Host {
             return refused;
         }
         let chain = &chain;
+        let caller = &caller;
         // Counted by the host that runs the call, not by one that forwards it.
         let here = move || {
             let span = tracing::debug_span!("call", actor, key, action);
@@ -195,7 +237,7 @@ impl Host {
                 let began = Instant::now();
                 let result = ConflictRetry::run(self.core.call_timeout(actor), || {
                     self.core
-                        .call_action(actor, key, action, args, chain.clone())
+                        .call_action(actor, key, action, args, chain.clone(), caller.clone())
                 })
                 .await;
                 // A call another host took over meanwhile is counted there.
@@ -207,7 +249,7 @@ impl Host {
             .instrument(span)
         };
         let there = move |base: String| async move {
-            self.forward_call(&base, chain, actor, key, action, args)
+            self.forward_call(&base, caller, chain, actor, key, action, args)
                 .await
         };
         self.route(hop, actor, key, here, there).await

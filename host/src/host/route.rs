@@ -78,11 +78,13 @@ pub struct Forwarded {
 #[derive(Clone)]
 pub(super) struct Forwarder {
     client: reqwest::Client,
+    trust: burrow_client::Trust,
 }
 
 impl Forwarder {
     pub(super) fn new(trust: &burrow_client::Trust) -> Forwarder {
         Forwarder {
+            trust: trust.clone(),
             client: trust
                 .http_client()
                 .connect_timeout(CONNECT_TIMEOUT)
@@ -305,11 +307,14 @@ impl Host {
         })
     }
 
-    /// Calls `action` on (`actor`, `key`) at the host at `base`, for guest
-    /// code on the chain `chain`.
+    /// Calls `action` on (`actor`, `key`) at the host at `base`, for
+    /// `caller` (signed, so that the host there believes it), with the
+    /// chain `chain` of calling instances.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn forward_call(
         &self,
         base: &str,
+        caller: &Caller,
         chain: &[Address],
         actor: &str,
         key: &str,
@@ -322,13 +327,6 @@ impl Host {
             burrow_client::encode_segment(key),
             burrow_client::encode_segment(action)
         );
-        let caller = match chain.last() {
-            Some(calling) => Caller::Actor {
-                actor: calling.actor.to_string(),
-                key: calling.key.to_string(),
-            },
-            None => Caller::Client(None),
-        };
         let chain: Vec<[&str; 2]> = chain.iter().map(|a| [&*a.actor, &*a.key]).collect();
         let chain = serde_json::to_string(&chain).expect("strings serialize");
         let answer = self
@@ -338,7 +336,7 @@ impl Host {
                 &path,
                 Some("application/json"),
                 Some(chain),
-                &caller,
+                caller,
                 bytes::Bytes::copy_from_slice(args.as_bytes()),
                 self.forward_timeout(actor, Duration::ZERO),
             )
@@ -416,6 +414,12 @@ pub(crate) fn caller_from_header(value: &str) -> Result<Caller, String> {
 }
 
 impl Host {
+    /// What this host trusts in the other hosts' `https://` and `wss://`
+    /// addresses.
+    pub(crate) fn cluster_trust(&self) -> &burrow_client::Trust {
+        &self.forwarder.trust
+    }
+
     /// The key this host signs its requests to other hosts with (empty on
     /// a host alone, which forwards nothing).
     pub(crate) fn cluster_secret(&self) -> &[u8] {

@@ -60,7 +60,7 @@ enum Opened {
     /// Here: its connect hook committed.
     Here(OpenConnection),
     /// At the host that serves the instance.
-    There(OwnerSocket),
+    There(Box<OwnerSocket>),
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -117,7 +117,7 @@ pub(super) async fn connect(
             upgrade.on_upgrade(move |socket| serve_connection(open, socket, permit))
         }
         Ok(Opened::There(owner)) => {
-            upgrade.on_upgrade(move |socket| pass_frames(socket, owner, permit))
+            upgrade.on_upgrade(move |socket| pass_frames(socket, *owner, permit))
         }
         Err(refused) => refused,
     })
@@ -150,11 +150,10 @@ async fn open(asked: &Asked, caller: Caller) -> Result<Opened, Response> {
         }
         return dial_owner(host, actor, &owner.address, &asked.uri, &caller)
             .await
-            .map(Opened::There);
+            .map(|owner| Opened::There(Box::new(owner)));
     }
-    let _ = &caller;
     let connection = host
-        .connect(actor, key, params)
+        .connect_as(caller, actor, key, params)
         .await
         .map_err(|e| ApiError::from(e).into_response())?;
     // From here the connect hook has committed: the disconnect hook runs
@@ -201,7 +200,7 @@ async fn after_first_message(asked: Asked, access: Access, mut socket: WebSocket
     };
     match opened {
         Ok((Opened::Here(open), permit)) => serve_connection(open, socket, permit).await,
-        Ok((Opened::There(owner), permit)) => pass_frames(socket, owner, permit).await,
+        Ok((Opened::There(owner), permit)) => pass_frames(socket, *owner, permit).await,
         Err(refused) => refuse(socket, refused).await,
     }
 }
@@ -277,7 +276,13 @@ async fn dial_owner(
     let timeout = host.forward_timeout(actor, Duration::ZERO);
     let connected = tokio::time::timeout(
         timeout,
-        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
+        tokio_tungstenite::connect_async_tls_with_config(
+            request,
+            Some(config),
+            true,
+            base.starts_with("https://")
+                .then(|| host.cluster_trust().connector()),
+        ),
     )
     .await
     .map_err(|_| unreachable(format!("no answer within {} ms", timeout.as_millis())))?;

@@ -19,6 +19,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::address::Address;
+use crate::caller::Caller;
 use crate::deadline::Deadline;
 use crate::storage::instance_db::InstanceDb;
 use commit::{CommitStage, Committed, Effects};
@@ -63,6 +64,9 @@ pub(crate) struct InstanceState {
     /// The instances waiting on the current call, outermost first: a call
     /// from one of them to this one is on this chain.
     pub(crate) chain: Vec<Address>,
+    /// Who made the running call (an action, the connect hook); `Host`
+    /// for everything else.
+    pub(crate) caller: Caller,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -104,6 +108,7 @@ impl InstanceState {
             workflow: None,
             outside: None,
             chain: Vec::new(),
+            caller: Caller::Host,
             wasi,
             table: ResourceTable::new(),
         }

@@ -9,6 +9,7 @@
 //! batches, one commit each (`cell/batch.rs`).
 
 use crate::address::Address;
+use crate::caller::Caller;
 use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
 use crate::definition::ActorDefinition;
 use crate::directory::{QueuePlace, Slot, SlotState};
@@ -97,7 +98,7 @@ impl Core {
             .await
     }
 
-    /// Runs the action `action` with `args` on (`actor`, `key`), creating
+    /// Runs the action `action` with `args` for `caller` on (`actor`, `key`), creating
     /// the instance with a `null` input if needed, coalesced with the
     /// other calls waiting for the instance (see `cell/batch.rs`): whoever
     /// takes the slot runs the waiting calls in batches until its own call
@@ -109,8 +110,9 @@ impl Core {
         action: &str,
         args: &str,
         chain: Vec<Address>,
+        caller: Caller,
     ) -> Result<String, Error> {
-        let job = CallJob::new(action, args, chain);
+        let job = CallJob::new(action, args, chain, caller);
         let mut queued = false;
         loop {
             self.with_cell_unless(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use burrow::Host;
+use burrow::{Caller, Host, Identity, Role};
 use serde_json::{Value, json};
 
 use super::*;
@@ -346,6 +346,99 @@ async fn calls_between_languages() {
                 })
                 .await;
                 assert_eq!(processed[0]["label"], json!(format!("sent-by-{language}")));
+            }
+        })
+        .await;
+    host.shutdown().await;
+    report.finish();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn internal_actions_and_the_caller() {
+    let (_dir, host, present, mut report) = setup("internal actions and the caller").await;
+    report
+        .run(&present, |language| {
+            let host = host.clone();
+            async move {
+                let me = basic(language);
+                let whoami = |key: &'static str, caller: Caller| {
+                    let (host, me) = (host.clone(), me.clone());
+                    async move {
+                        let seen = host.call_as(caller, &me, key, "whoami", "[]").await;
+                        json(&seen.unwrap_or_else(|e| panic!("whoami failed: {e}")))
+                    }
+                };
+                // The action reads who calls it.
+                let ann = Caller::Client(Some(Identity {
+                    name: "ann".into(),
+                    role: Role::Admin,
+                }));
+                assert_eq!(
+                    whoami("k", Caller::Client(None)).await,
+                    json!({"client": null})
+                );
+                assert_eq!(
+                    whoami("k", ann.clone()).await,
+                    json!({"client": {"name": "ann", "role": "admin"}})
+                );
+
+                // A client gets the internal action refused as an unknown
+                // one, whoever it is, and nothing is written.
+                let unknown = call_err(&host, &me, "k", "no_such", r#"["x"]"#).await;
+                for caller in [Caller::Client(None), ann] {
+                    let e = host
+                        .call_as(caller, &me, "k", "secret", r#"["x"]"#)
+                        .await
+                        .expect_err("a client ran an internal action");
+                    assert_eq!(e.code(), "unknown-action", "{e}");
+                    assert_eq!(
+                        e.to_string().replace("secret", "no_such"),
+                        unknown.to_string()
+                    );
+                }
+                assert_eq!(call(&host, &me, "k", "notes", json!([])).await, json!([]));
+
+                // Another instance of the same actor may call it.
+                let relayed = call(
+                    &host,
+                    &me,
+                    "a",
+                    "relay",
+                    json!([me, "b", "secret", ["mine"]]),
+                )
+                .await;
+                assert_eq!(relayed, json!({"actor": {"actor": me, "key": "a"}}));
+                assert_eq!(
+                    call(&host, &me, "b", "notes", json!([])).await,
+                    json!(["mine from actor"])
+                );
+
+                // Another actor may not (the actor says so), and hears of
+                // an unknown action; it may call the other actions.
+                let other = callee(language);
+                if other != language {
+                    let them = basic(other);
+                    let args = json!([me, "c", "secret", ["theirs"]]).to_string();
+                    let e = call_err(&host, &them, "a", "relay", &args).await;
+                    assert_eq!(guest_code(&e), "invalid", "{e}");
+                    assert!(e.to_string().contains("no action"), "{e}");
+                    let seen =
+                        call(&host, &them, "a", "relay", json!([me, "c", "whoami", []])).await;
+                    assert_eq!(seen, json!({"actor": {"actor": them, "key": "a"}}));
+                    assert_eq!(call(&host, &me, "c", "notes", json!([])).await, json!([]));
+                }
+
+                // The instance's own schedule runs it.
+                call(&host, &me, "s", "schedule_secret", json!(["later", 0])).await;
+                eventually(LONG, "the scheduled internal action", async || {
+                    let notes = call(&host, &me, "s", "notes", json!([])).await;
+                    (notes != json!([])).then_some(())
+                })
+                .await;
+                assert_eq!(
+                    call(&host, &me, "s", "notes", json!([])).await,
+                    json!(["later from schedule"])
+                );
             }
         })
         .await;

@@ -2,7 +2,7 @@
 // describes it: the counter, argument checks, state, database errors, the
 // queue under every policy, schedules, broadcasts and calls to other actors.
 
-import { actor, actors, db, events, queue, schedule, state, Failure } from 'burrow-sdk';
+import { actor, actors, caller, callerJson, db, events, queue, schedule, state, Failure } from 'burrow-sdk';
 
 const POLICIES = ['fifo', 'lifo', 'random', 'custom'];
 
@@ -164,6 +164,14 @@ const members = () => db.query('SELECT name FROM members ORDER BY name').map((ro
 const relay = (actorName, key, action, args) => actors.call(actorName, key, action, args);
 const relaySend = (actorName, key, type, payload) => actors.send(actorName, key, type, payload);
 
+const whoami = () => callerJson(caller());
+const secret = (text) => {
+  const c = caller();
+  db.execute('INSERT INTO notes (note) VALUES (?)', [`${text} from ${c.kind}`]);
+  return callerJson(c);
+};
+const scheduleSecret = (text, delayMs) => schedule.after(delayMs, 'secret', [text]);
+
 export default actor({
   migrate,
   create: [create, 'any'],
@@ -195,5 +203,9 @@ export default actor({
     members,
     relay: [relay, 'string', 'string', 'string', 'array'],
     relay_send: [relaySend, 'string', 'string', 'string', 'any'],
+    whoami,
+    secret: [secret, 'string'],
+    schedule_secret: [scheduleSecret, 'string', 'integer'],
   },
+  internal: { actions: ['secret'], fromActors: false },
 });

@@ -205,6 +205,21 @@ def relay_send(actor: str, key: str, type: str, payload: Any) -> int:
     return actors.send(actor, key, type, payload)
 
 
+def whoami():
+    return burrow.caller().to_json()
+
+
+@burrow.action(internal=True)
+def secret(note: str):
+    caller = burrow.caller()
+    db.execute("INSERT INTO notes (note) VALUES (?)", [f"{note} from {caller.kind}"])
+    return caller.to_json()
+
+
+def schedule_secret(note: str, delay_ms: int) -> int:
+    return schedule.after(delay_ms, "secret", note)
+
+
 burrow.action(get_state, name="state")
 burrow.actor(
     migrate=migrate,
@@ -219,5 +234,7 @@ burrow.actor(
         increment, get, add_then_fail, add_then_crash, echo, bump, rows, db_error,
         db_uncaught, enqueue, enqueue_many, processed, schedule_note, note, notes,
         schedules, cancel, say, say_then_fail, members, relay, relay_send,
+        whoami, schedule_secret,
     ],
+    internal_from_actors=False,
 )

@@ -5,7 +5,7 @@
 
 use burrow_sdk::db::DbError;
 use burrow_sdk::queue::{self, Event, Options, Policy};
-use burrow_sdk::{Error, Json, Result, actors, db, events, schedule, state};
+use burrow_sdk::{Caller, Error, Json, Result, actors, db, events, schedule, state};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -324,6 +324,29 @@ fn relay_send(actor: String, key: String, event_type: String, payload: Json) -> 
     actors::send(&actor, &key, &event_type, &payload)
 }
 
+fn whoami() -> Result<Json> {
+    Ok(serde_json::to_value(burrow_sdk::caller())?)
+}
+
+fn secret(note: String) -> Result<Json> {
+    let caller = burrow_sdk::caller();
+    let kind = match &caller {
+        Caller::Client(_) => "client",
+        Caller::Actor { .. } => "actor",
+        Caller::Schedule => "schedule",
+        Caller::Host => "host",
+    };
+    db::execute(
+        "INSERT INTO notes (note) VALUES (?)",
+        [format!("{note} from {kind}")],
+    )?;
+    Ok(serde_json::to_value(caller)?)
+}
+
+fn schedule_secret(note: String, delay_ms: u64) -> Result<u64> {
+    schedule::after(delay_ms, "secret", &(note,))
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
@@ -335,5 +358,7 @@ burrow_sdk::actor! {
         increment, get, add_then_fail, add_then_crash, echo, bump, state, rows,
         db_error, db_uncaught, enqueue, enqueue_many, processed, schedule_note,
         note, notes, schedules, cancel, say, say_then_fail, members, relay, relay_send,
+        whoami, secret, schedule_secret,
     ],
+    internal(from_actors = false): [secret],
 }

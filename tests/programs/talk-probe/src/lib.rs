@@ -1,7 +1,8 @@
 //! Test actor: schedules its own actions, calls other actors, broadcasts
-//! events and records its connections.
+//! events and records its connections. `guarded` is internal (other
+//! actors may call it).
 
-use burrow_sdk::{Error, Json, Result, actors, db, events, schedule};
+use burrow_sdk::{Caller, Error, Json, Result, actors, db, events, schedule};
 
 fn migrate() -> Result<()> {
     db::execute_batch(
@@ -159,6 +160,21 @@ fn on_connect(id: u64, params: Json) -> Result<()> {
     if params.get("refuse").is_some() {
         return Err(Error::new("refused", "the parameters asked to be refused"));
     }
+    // With `{"only": name}`, admits only a client with that identity.
+    if let Some(only) = params.get("only").and_then(Json::as_str) {
+        match burrow_sdk::caller() {
+            Caller::Client(Some(identity)) if identity.name == only => {}
+            other => {
+                return Err(Error::new(
+                    "not-you",
+                    format!(
+                        "only {only} may connect, not {}",
+                        serde_json::to_string(&other)?
+                    ),
+                ));
+            }
+        }
+    }
     db::execute(
         "INSERT INTO connections (id, what) VALUES (?, ?)",
         (id as i64, format!("connect {params}")),
@@ -201,6 +217,18 @@ fn linger(params: &Json) {
     }
 }
 
+/// Who called, as JSON.
+fn whoami() -> Result<Json> {
+    Ok(serde_json::to_value(burrow_sdk::caller())?)
+}
+
+/// The internal action: notes `{text} by {caller}` and returns the caller.
+fn guarded(text: String) -> Result<Json> {
+    let caller = whoami()?;
+    note(format!("{text} by {caller}"))?;
+    Ok(caller)
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     connect: on_connect,
@@ -208,6 +236,7 @@ burrow_sdk::actor! {
     actions: [
         later, later_at, every, later_many, later_then_fail, pending, cancel, note, note_slowly, note_then_fail,
         note_then_trap, notes, bump, call, bump_then_call, call_many, send, broadcast, broadcast_many,
-        broadcast_then_fail, connections, fail_with, broadcast_many_padded,
+        broadcast_then_fail, connections, fail_with, broadcast_many_padded, whoami, guarded,
     ],
+    internal: [guarded],
 }

@@ -1,0 +1,3 @@
+import { handler } from './host.mjs';
+
+export const who = handler('caller', 'who');
