@@ -689,6 +689,38 @@ fn serve_refuses_an_address_others_reach_without_tokens_unless_told() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert_eq!(answer, 401);
+
+    // The CLI sends its token from the flag or the environment.
+    let url = format!("http://127.0.0.1:{port}");
+    let call = |token: Option<(&str, &str)>| {
+        let mut command = std::process::Command::new(BURROW);
+        command
+            .arg("--manifest")
+            .arg(&manifest)
+            .args(["call", "counter", "c", "increment", "[1]", "--url", &url])
+            .env_remove("BURROW_TOKEN");
+        match token {
+            Some(("flag", token)) => {
+                command.args(["--token", token]);
+            }
+            Some((_, token)) => {
+                command.env("BURROW_TOKEN", token);
+            }
+            None => {}
+        }
+        command.output().unwrap()
+    };
+    let refused = call(None);
+    assert_eq!(refused.status.code(), Some(10));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("API token"));
+    let wrong = call(Some(("flag", WRONG)));
+    assert_eq!(wrong.status.code(), Some(10));
+    let by_flag = call(Some(("flag", CLIENT)));
+    assert!(by_flag.status.success(), "{by_flag:?}");
+    assert_eq!(String::from_utf8_lossy(&by_flag.stdout).trim(), "1");
+    let by_env = call(Some(("env", CLIENT)));
+    assert!(by_env.status.success(), "{by_env:?}");
+    assert_eq!(String::from_utf8_lossy(&by_env.stdout).trim(), "2");
     child.kill().unwrap();
     child.wait().unwrap();
 }
