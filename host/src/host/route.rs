@@ -22,12 +22,11 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use burrow_client::{ErrorBody, GuestFailure};
-
-use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER};
-use crate::caller::Caller;
 use reqwest::{Method, StatusCode};
 
+use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER};
 use crate::address::Address;
+use crate::caller::Caller;
 use crate::error::Error;
 use crate::{SendOptions, SendOutcome};
 
