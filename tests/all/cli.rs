@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::programs;
+use crate::support::{free_port, programs};
 
 const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 
@@ -36,14 +36,6 @@ fn burrow(manifest: &Path, args: &[&str]) -> Output {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `burrow serve` in a child process.

@@ -12,7 +12,7 @@ use burrow::client::Client;
 use serde_json::{Value, json};
 
 use crate::postgres;
-use crate::support::programs;
+use crate::support::{free_port, programs};
 
 const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 /// The lease, heartbeat and margin the test clusters run with.
@@ -33,14 +33,6 @@ struct Cluster {
 struct Member {
     port: u16,
     child: Option<Child>,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Cluster {

@@ -576,14 +576,6 @@ fn burrow_serve(manifest: &std::path::Path, args: &[&str]) -> std::process::Chil
         .unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The status `GET path` on the loopback at `port` answers, if it does.
 fn status_of(port: u16, path: &str) -> Option<u16> {
     use std::io::{Read, Write};

@@ -172,3 +172,12 @@ pub async fn eventually<T>(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A TCP port free on the loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -176,22 +176,8 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<String, Error> {
-        self.call_from(Hop::Origin, chain, actor, key, action, args)
-            .await
-    }
-
-    /// [`Host::call_from_as`] for a client without an identity, or for
-    /// guest code when `chain` is not empty.
-    pub(crate) async fn call_from(
-        &self,
-        hop: Hop,
-        chain: Vec<Address>,
-        actor: &str,
-        key: &str,
-        action: &str,
-        args: &str,
-    ) -> Result<String, Error> {
-        self.call_from_as(hop, Caller::Client(None), chain, actor, key, action, args)
+        // The chain's last instance is the caller.
+        self.call_from_as(Hop::Origin, Caller::Host, chain, actor, key, action, args)
             .await
     }
 
