@@ -211,7 +211,7 @@ impl Cell {
             self.store.data_mut().discard_effects();
             return true;
         }
-        match self.finish(Ok(())) {
+        match self.finish_durably(Ok(())).await {
             Ok(()) => {
                 for (job, result) in succeeded {
                     job.answer(Ok(result));

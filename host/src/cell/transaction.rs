@@ -3,7 +3,7 @@
 //! commit stage, or rolled back whole.
 
 use crate::error::Error;
-use crate::instance::commit::CommitError;
+use crate::instance::commit::{CommitError, Unsynced};
 use crate::storage::instance_db::InstanceDb;
 
 use super::{Cell, Start};
@@ -47,6 +47,43 @@ impl Cell {
     }
 
     pub(super) fn finish<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        let (value, unsynced) = self.end(result, false)?;
+        debug_assert!(unsynced.is_none(), "a commit told to sync now did");
+        Ok(value)
+    }
+
+    /// [`Cell::finish`], for a caller that answers once the commit is
+    /// durable: in `synchronous = full`, while other instances work, the
+    /// log is synced here with the async worker free meanwhile, so that
+    /// several instances' syncs overlap. Nothing of the transaction leaves
+    /// the instance before: its events are published after the sync.
+    pub(super) async fn finish_durably<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        let (value, unsynced) = self.end(result, true)?;
+        if let Some(unsynced) = unsynced
+            && let Err(e) = unsynced.sync().await
+        {
+            return Err(self.not_synced(e));
+        }
+        Ok(value)
+    }
+
+    /// A commit whose log could not be synced: the call is not reported
+    /// as done, and the cell is replaced, so that the instance is read
+    /// anew from its files.
+    pub(super) fn not_synced(&mut self, e: CommitError) -> Error {
+        self.broken = true;
+        Error::storage(
+            &self.name().actor,
+            &self.name().key,
+            format!("{e}; the call may or may not have been kept"),
+        )
+    }
+
+    fn end<T>(
+        &mut self,
+        result: Result<T, Error>,
+        sync_later: bool,
+    ) -> Result<(T, Option<Unsynced>), Error> {
         let result = match self.store.data_mut().transaction_lost.take() {
             Some(cause) if result.is_ok() => Err(Error::Failed {
                 actor: self.name().actor.to_string(),
@@ -63,13 +100,20 @@ impl Cell {
             self.store.data_mut().effects.created = Some(at);
         }
         match result {
-            Ok(value) => match self.store.data_mut().commit_transaction() {
-                Ok(committed) => {
+            Ok(value) => match if sync_later {
+                self.store.data_mut().commit_transaction_syncing_later()
+            } else {
+                self.store
+                    .data_mut()
+                    .commit_transaction()
+                    .map(|committed| (committed, None))
+            } {
+                Ok((committed, unsynced)) => {
                     self.queue_grew |= committed.appended;
                     if let Some(Start::Created(at)) = self.starting.take() {
                         self.created = Some(at);
                     }
-                    Ok(value)
+                    Ok((value, unsynced))
                 }
                 Err(CommitError::Sqlite(e)) => {
                     let error = self.storage_error(e);
@@ -83,6 +127,7 @@ impl Cell {
                     self.broken = true;
                     Err(self.not_replicated(e))
                 }
+                Err(e @ CommitError::LogNotSynced(_)) => Err(self.not_synced(e)),
             },
             Err(e) => {
                 self.db().rollback();

@@ -132,6 +132,7 @@ impl Cell {
                 self.broken = true;
                 self.not_replicated(e)
             }
+            e @ CommitError::LogNotSynced(_) => self.not_synced(e),
         })?;
         if run.restart_alone {
             return Ok(RunEnd::AgainAlone);

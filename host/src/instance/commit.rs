@@ -33,6 +33,7 @@ use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::replica::Release;
+use crate::storage::wal::LogFile;
 
 /// What the open transaction did that outlives it: collected while the
 /// guest runs, acted on by the commit stage, dropped on a rollback.
@@ -79,6 +80,12 @@ pub(crate) enum CommitError {
     /// the local copy is restored before the instance is used again.
     #[error("{0}")]
     NotReplicated(#[from] ClusterError),
+    /// SQLite committed, but the log could not be synced (`synchronous =
+    /// full`): whether the commit survives a power loss is unknown, so it
+    /// is not reported as done, and the instance's copy is read anew
+    /// before it is used again.
+    #[error("syncing the write-ahead log failed: {0}")]
+    LogNotSynced(std::io::Error),
 }
 
 /// What a commit released, for the caller to act on.
@@ -136,13 +143,40 @@ impl CommitStage {
     }
 
     /// Commits the open transaction of `db`, the database of `address`,
-    /// with its `effects`.
+    /// with its `effects`; in `synchronous = full`, its log is synced
+    /// before this returns.
     pub(crate) fn commit(
         &self,
         address: &Address,
         db: &InstanceDb,
         effects: Effects,
     ) -> Result<Committed, CommitError> {
+        let (committed, unsynced) = self.commit_then(address, db, effects, SyncWhen::Now)?;
+        debug_assert!(unsynced.is_none(), "a commit told to sync now did");
+        Ok(committed)
+    }
+
+    /// [`CommitStage::commit`], except that in `synchronous = full`, while
+    /// other instances run an operation, the log's sync is left to the
+    /// caller: it must await [`Unsynced::sync`] before anything of the
+    /// transaction leaves the instance (an answer above all). Its broadcast
+    /// events go out only then, from there.
+    pub(crate) fn commit_syncing_later(
+        &self,
+        address: &Address,
+        db: &InstanceDb,
+        effects: Effects,
+    ) -> Result<(Committed, Option<Unsynced>), CommitError> {
+        self.commit_then(address, db, effects, SyncWhen::Later)
+    }
+
+    fn commit_then(
+        &self,
+        address: &Address,
+        db: &InstanceDb,
+        effects: Effects,
+        sync: SyncWhen,
+    ) -> Result<(Committed, Option<Unsynced>), CommitError> {
         let Effects {
             appended,
             scheduled,
@@ -153,18 +187,38 @@ impl CommitStage {
         } = effects;
         // Nothing of a dry run reaches the marks, the cluster or a client.
         db.refuse_dry_run()?;
+        let others_run = self.operations.load(Ordering::Relaxed) > 1;
+        // In `full` mode the log is synced after SQLite's commit (see
+        // `Wal::log`): here, or by the caller while its async worker goes
+        // on with other instances' calls, when others run (alone, the
+        // hand-off to a blocking thread would cost more than it frees). In
+        // a cluster the commit is shipped after the sync, here.
+        let log = db.wal.log();
+        let later = match log {
+            Some(log) if sync == SyncWhen::Later && others_run && db.replica.is_none() => {
+                Some(log.clone())
+            }
+            _ => None,
+        };
+        let sync_now = log.filter(|_| later.is_none());
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
-        // the disk together. Alone, the hand-off would cost more than it
-        // frees. In `normal` mode too, the commit that starts the log over
-        // after a checkpoint syncs.
-        let syncs = db.wal.syncs_every_commit() || db.wal.starts_over();
-        let off_worker = syncs && self.operations.load(Ordering::Relaxed) > 1;
+        // the disk together. In `normal` mode too, the commit that starts
+        // the log over after a checkpoint syncs (inside SQLite's commit).
+        let syncs = sync_now.is_some() || db.wal.starts_over();
+        let off_worker = syncs && others_run;
+        let commit_and_sync = || -> Result<(), CommitError> {
+            db.commit()?;
+            if let Some(log) = sync_now {
+                log.sync().map_err(CommitError::LogNotSynced)?;
+            }
+            Ok(())
+        };
         let local_commit = || {
             if off_worker {
-                crate::blocking::off_worker(|| db.commit())
+                crate::blocking::off_worker(commit_and_sync)
             } else {
-                db.commit()
+                commit_and_sync()
             }
         };
         match &db.replica {
@@ -204,11 +258,147 @@ impl CommitStage {
         // (see `storage/wal.rs`).
         let beside = self.operations.load(Ordering::Relaxed) > 1;
         db.wal.checkpoint_if_due(&db.conn, beside);
-        if !events.is_empty()
-            && let Some(hub) = &self.hub
-        {
-            hub.publish(address, &events);
+        let publish = match &self.hub {
+            Some(hub) if !events.is_empty() => Some((hub.clone(), address.clone(), events)),
+            _ => None,
+        };
+        let committed = Committed { appended };
+        match later {
+            Some(log) => Ok((committed, Some(Unsynced { log, publish }))),
+            None => {
+                if let Some((hub, address, events)) = publish {
+                    hub.publish(&address, &events);
+                }
+                Ok((committed, None))
+            }
         }
-        Ok(Committed { appended })
+    }
+}
+
+/// When a commit in `synchronous = full` syncs the log.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SyncWhen {
+    /// Before the commit stage returns.
+    Now,
+    /// When the caller awaits it, if other instances run.
+    Later,
+}
+
+/// A commit whose log is not synced yet: nothing of it may leave the
+/// instance before [`Unsynced::sync`] succeeded.
+#[must_use = "a commit is durable only once its log is synced"]
+pub(crate) struct Unsynced {
+    log: LogFile,
+    /// The events the transaction broadcast, published after the sync.
+    publish: Option<(Arc<Hub>, Address, Vec<PendingEvent>)>,
+}
+
+impl Unsynced {
+    /// Syncs the log on a blocking thread (the async worker goes on
+    /// meanwhile), then publishes the transaction's events.
+    pub(crate) async fn sync(self) -> Result<(), CommitError> {
+        let log = self.log;
+        match tokio::task::spawn_blocking(move || log.sync()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(CommitError::LogNotSynced(e)),
+            Err(e) => return Err(CommitError::LogNotSynced(std::io::Error::other(e))),
+        }
+        if let Some((hub, address, events)) = self.publish {
+            hub.publish(&address, &events);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Synchronous;
+    use crate::deadline::Deadline;
+
+    fn opened(dir: &tempfile::TempDir, synchronous: Synchronous) -> InstanceDb {
+        let path = dir.path().join(format!("{}.sqlite", synchronous.pragma()));
+        let db = InstanceDb::open(&path, synchronous, 1 << 30, Deadline::default()).unwrap();
+        db.conn.execute_batch("CREATE TABLE t (x)").unwrap();
+        db
+    }
+
+    fn write(db: &InstanceDb, x: i64) {
+        db.begin().unwrap();
+        db.conn.execute("INSERT INTO t VALUES (?1)", [x]).unwrap();
+    }
+
+    fn count(db: &InstanceDb) -> i64 {
+        db.conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// In `full` mode every commit syncs the log once before it returns,
+    /// alone or beside other instances' operations; in `normal` mode the
+    /// stage syncs nothing.
+    #[test]
+    fn a_commit_in_full_mode_syncs_the_log_before_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let address = Address {
+            actor: "a".into(),
+            key: "k".into(),
+        };
+        let stage = CommitStage::default();
+        let db = opened(&dir, Synchronous::Full);
+        let log = db.wal.log().expect("full mode syncs the log").clone();
+        write(&db, 1);
+        stage.commit(&address, &db, Effects::default()).unwrap();
+        assert_eq!(log.syncs(), 1);
+        let _mine = stage.operation();
+        let _other = stage.operation();
+        write(&db, 2);
+        stage.commit(&address, &db, Effects::default()).unwrap();
+        assert_eq!((log.syncs(), count(&db)), (2, 2));
+
+        let normal = opened(&dir, Synchronous::Normal);
+        assert!(normal.wal.log().is_none());
+        write(&normal, 1);
+        stage.commit(&address, &normal, Effects::default()).unwrap();
+        assert_eq!(count(&normal), 1);
+    }
+
+    /// Beside other instances' operations, a commit that may sync later
+    /// leaves the sync to its caller; alone (the hand-off would cost more
+    /// than it frees) or in `normal` mode, there is nothing left to do.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_syncing_later_leaves_the_sync_to_its_caller_while_others_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let address = Address {
+            actor: "a".into(),
+            key: "k".into(),
+        };
+        let stage = CommitStage::default();
+        let db = opened(&dir, Synchronous::Full);
+        let log = db.wal.log().unwrap().clone();
+        let _mine = stage.operation();
+        write(&db, 1);
+        let (_, unsynced) = stage
+            .commit_syncing_later(&address, &db, Effects::default())
+            .unwrap();
+        assert!(unsynced.is_none(), "alone, the commit syncs at once");
+        assert_eq!(log.syncs(), 1);
+
+        let _other = stage.operation();
+        write(&db, 2);
+        let (_, unsynced) = stage
+            .commit_syncing_later(&address, &db, Effects::default())
+            .unwrap();
+        let unsynced = unsynced.expect("beside another operation, the caller syncs");
+        assert_eq!(log.syncs(), 1);
+        unsynced.sync().await.unwrap();
+        assert_eq!((log.syncs(), count(&db)), (2, 2));
+
+        let normal = opened(&dir, Synchronous::Normal);
+        write(&normal, 1);
+        let (_, unsynced) = stage
+            .commit_syncing_later(&address, &normal, Effects::default())
+            .unwrap();
+        assert!(unsynced.is_none());
     }
 }

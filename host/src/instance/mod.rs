@@ -150,6 +150,16 @@ impl InstanceState {
         self.commit_stage.commit(&self.name, &self.db, effects)
     }
 
+    /// Commits the open transaction, leaving the log's sync to the caller
+    /// (see [`CommitStage::commit_syncing_later`]).
+    pub(crate) fn commit_transaction_syncing_later(
+        &mut self,
+    ) -> Result<(Committed, Option<commit::Unsynced>), commit::CommitError> {
+        let effects = std::mem::take(&mut self.effects);
+        self.commit_stage
+            .commit_syncing_later(&self.name, &self.db, effects)
+    }
+
     /// Forgets the effects of a transaction that is rolled back.
     pub(crate) fn discard_effects(&mut self) {
         self.effects = Effects::default();

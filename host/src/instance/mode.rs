@@ -73,6 +73,7 @@ pub(crate) fn commit_trap(e: super::commit::CommitError) -> wasmtime::Error {
         super::commit::CommitError::NotReplicated(e) => {
             wasmtime::Error::msg(format!("the cluster did not take the commit: {e}"))
         }
+        e @ super::commit::CommitError::LogNotSynced(_) => wasmtime::Error::msg(e.to_string()),
     }
 }
 
