@@ -33,6 +33,12 @@ pub(crate) fn hand_off_worker() {
     }
 }
 
+/// Whether this thread is in a multi-thread runtime, where a worker may
+/// wait for work of a blocking thread with [`off_worker`].
+pub(crate) fn on_multi_thread_runtime() -> bool {
+    Handle::try_current().is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread)
+}
+
 /// Runs `work`, which waits for the disk, with the worker's other tasks
 /// moved to another thread first (on a worker of a multi-thread runtime;
 /// elsewhere it just runs).

@@ -166,3 +166,67 @@ async fn the_events_of_a_failed_call_in_a_batch_are_never_broadcast() {
     // Were the failed call's event published, it would come here.
     assert_eq!(expect_event(&mut events, "kept-2").await, json!(2));
 }
+
+/// In `full` mode, while other instances work, a batch's callers wait for
+/// the log's sync away from the async workers. Callers that go away
+/// meanwhile (a closed connection drops its request) leave no call of
+/// their batch to be run again, and every call answered is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_full_mode_callers_that_go_away_during_the_sync_leave_no_call_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    config.synchronous = burrow::Synchronous::Full;
+    let host = Host::start(config, &[talk_probe()]).await.unwrap();
+    // The window is short: several rounds, on instances of their own.
+    for round in 0..4 {
+        let keys: Vec<String> = (0..4).map(|k| format!("r{round}-{k}")).collect();
+        for key in &keys {
+            call(&host, ACTOR, key, "note", r#"["first"]"#).await;
+        }
+        let mut callers = Vec::new();
+        for key in &keys {
+            for i in 0..80u64 {
+                let host = host.clone();
+                let key = key.clone();
+                callers.push(tokio::spawn(async move {
+                    let text = format!("{key}/{i}");
+                    let args = json!([text]).to_string();
+                    let call = host.call(ACTOR, &key, "note", &args);
+                    // Every third caller gives up after a while: inside a
+                    // batch, during its sync or before its turn.
+                    let answered = if i % 3 == 0 {
+                        let patience = Duration::from_micros(100 + i * 97 % 2_000);
+                        tokio::time::timeout(patience, call).await.ok()
+                    } else {
+                        Some(call.await)
+                    };
+                    (key, text, answered.map(|result| result.is_ok()))
+                }));
+            }
+        }
+        let mut sent = std::collections::HashMap::<String, Vec<(String, Option<bool>)>>::new();
+        for caller in callers {
+            let (key, text, answered) = caller.await.unwrap();
+            sent.entry(key).or_default().push((text, answered));
+        }
+        for key in &keys {
+            let kept = notes(&host, key).await;
+            let mut unique = kept.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                kept.len(),
+                "a call ran twice on {key}: {kept:?}"
+            );
+            for (text, answered) in &sent[key] {
+                match answered {
+                    Some(true) => assert!(kept.contains(text), "{text} succeeded, not kept"),
+                    Some(false) => panic!("{text} failed"),
+                    // Given up: kept or not, but once at most.
+                    None => {}
+                }
+            }
+        }
+    }
+}

@@ -33,6 +33,7 @@ use crate::address::Address;
 use crate::caller::Caller;
 use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
+use crate::instance::commit::{Durable, Unsynced};
 use crate::storage::instance_db::Savepoint;
 
 use super::{Cell, storage_error};
@@ -47,6 +48,9 @@ pub(crate) struct CallJob {
     /// Who makes the call.
     caller: Caller,
     answer: Mutex<Option<Result<String, Error>>>,
+    /// The sync of the log its answer waits for (`synchronous = full`),
+    /// set before the answer.
+    durable: Mutex<Option<Durable>>,
     /// Taken into a batch; with no answer and no batch running, that batch
     /// was dropped mid-way and the call must be queued again.
     taken: AtomicBool,
@@ -65,6 +69,7 @@ impl CallJob {
             chain,
             caller,
             answer: Mutex::new(None),
+            durable: Mutex::new(None),
             taken: AtomicBool::new(false),
         })
     }
@@ -73,12 +78,20 @@ impl CallJob {
         self.answer.lock().expect("not poisoned").is_some()
     }
 
-    pub(crate) fn take_answer(&self) -> Option<Result<String, Error>> {
-        self.answer.lock().expect("not poisoned").take()
+    /// The answer, and the sync of the log it may be passed on only after.
+    pub(crate) fn take_answer(&self) -> Option<(Result<String, Error>, Option<Durable>)> {
+        let answer = self.answer.lock().expect("not poisoned").take()?;
+        Some((answer, self.durable.lock().expect("not poisoned").take()))
     }
 
     fn answer(&self, answer: Result<String, Error>) {
         *self.answer.lock().expect("not poisoned") = Some(answer);
+    }
+
+    /// Answers the call, to be passed on once `durable` has ended well.
+    fn answer_once_durable(&self, answer: Result<String, Error>, durable: Option<Durable>) {
+        *self.durable.lock().expect("not poisoned") = durable;
+        self.answer(answer);
     }
 }
 
@@ -211,10 +224,18 @@ impl Cell {
             self.store.data_mut().discard_effects();
             return true;
         }
-        match self.finish_durably(Ok(())).await {
-            Ok(()) => {
+        match self.finish_syncing_later(Ok(())) {
+            Ok(((), unsynced)) => {
+                // The answers are given at once, each caller waiting for
+                // the sync before it passes its answer on: a holder that
+                // goes away from here on leaves no call of the batch to be
+                // run again.
+                let durable = unsynced.map(Unsynced::start);
                 for (job, result) in succeeded {
-                    job.answer(Ok(result));
+                    job.answer_once_durable(Ok(result), durable.clone());
+                }
+                if let Some(durable) = durable {
+                    self.wait_until_durable(durable).await;
                 }
             }
             Err(e) => {

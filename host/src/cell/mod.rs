@@ -36,7 +36,7 @@ use crate::config::{MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
-use crate::instance::commit::CommitStage;
+use crate::instance::commit::{CommitStage, Durable};
 use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
@@ -109,6 +109,9 @@ pub(crate) struct Cell {
     in_call: bool,
     /// The wasm instance is unusable (it trapped or was cancelled).
     broken: bool,
+    /// The sync of the last commit's log, while the batch that waits for
+    /// it runs (`synchronous = full`; see [`Cell::wait_until_durable`]).
+    syncing: Option<Durable>,
     /// The start's transaction is still open, waiting for the first operation.
     starting: Option<Start>,
     /// The creation committed; the host has yet to index it.
@@ -201,6 +204,7 @@ impl Cell {
             marks,
             call_timeout: def.options.call_timeout,
             in_call: false,
+            syncing: None,
             broken: false,
             starting: None,
             created: None,

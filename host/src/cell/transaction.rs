@@ -3,7 +3,7 @@
 //! commit stage, or rolled back whole.
 
 use crate::error::Error;
-use crate::instance::commit::{CommitError, Unsynced};
+use crate::instance::commit::{CommitError, Durable, Unsynced};
 use crate::storage::instance_db::InstanceDb;
 
 use super::{Cell, Start};
@@ -39,6 +39,7 @@ impl Cell {
     }
 
     pub(super) fn begin(&mut self) -> Result<(), Error> {
+        self.wait_for_the_last_sync()?;
         if self.starting.is_some() {
             return Ok(());
         }
@@ -52,19 +53,44 @@ impl Cell {
         Ok(value)
     }
 
-    /// [`Cell::finish`], for a caller that answers once the commit is
-    /// durable: in `synchronous = full`, while other instances work, the
-    /// log is synced here with the async worker free meanwhile, so that
-    /// several instances' syncs overlap. Nothing of the transaction leaves
-    /// the instance before: its events are published after the sync.
-    pub(super) async fn finish_durably<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
-        let (value, unsynced) = self.end(result, true)?;
-        if let Some(unsynced) = unsynced
-            && let Err(e) = unsynced.sync().await
-        {
-            return Err(self.not_synced(e));
-        }
-        Ok(value)
+    /// [`Cell::finish`], except that in `synchronous = full`, while other
+    /// instances work, the log's sync is left to the caller (see
+    /// `cell/batch.rs`, [`Cell::wait_until_durable`]).
+    pub(super) fn finish_syncing_later<T>(
+        &mut self,
+        result: Result<T, Error>,
+    ) -> Result<(T, Option<Unsynced>), Error> {
+        self.end(result, true)
+    }
+
+    /// Holds the cell until the log's sync of its last commit has ended,
+    /// the async worker free meanwhile. A sync that failed replaces the
+    /// cell. Should the wait be dropped, the next transaction of the cell
+    /// waits for that sync first ([`Cell::begin`]), so that nothing it
+    /// does leaves the instance before the commit before it is durable.
+    pub(super) async fn wait_until_durable(&mut self, durable: Durable) {
+        self.syncing = Some(durable.clone());
+        let synced = durable.wait().await;
+        self.syncing = None;
+        self.broken |= synced.is_err();
+    }
+
+    /// The wait of [`Cell::wait_until_durable`], if a dropped one left it
+    /// to the next transaction.
+    fn wait_for_the_last_sync(&mut self) -> Result<(), Error> {
+        let Some(durable) = self.syncing.take() else {
+            return Ok(());
+        };
+        // A sync is left to a caller on a multi-thread runtime only, where
+        // a worker may block on it once its other tasks moved away.
+        let synced = match futures_util::FutureExt::now_or_never(durable.wait()) {
+            Some(synced) => synced,
+            None => {
+                let handle = tokio::runtime::Handle::current();
+                crate::blocking::off_worker(|| handle.block_on(durable.wait()))
+            }
+        };
+        synced.map_err(|e| self.not_synced(e))
     }
 
     /// A commit whose log could not be synced: the call is not reported

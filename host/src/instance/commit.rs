@@ -13,11 +13,13 @@
 //!
 //! A transaction here may hold several operations (a batch of calls, a
 //! run of queue events: `cell/batch.rs`; a batch of workflow steps:
-//! `capability/workflow/step.rs`); its effects are theirs together. A
-//! commit that syncs (`synchronous = full`) while other instances run an
-//! operation waits for the disk off the async workers, so that those
-//! instances' commits wait for it at the same time; the log's checkpoint
-//! starts after the commit, beside the instance's work (`storage/wal.rs`).
+//! `capability/workflow/step.rs`); its effects are theirs together. In
+//! `synchronous = full` the stage syncs the log after SQLite's commit
+//! (`Wal::log`); while other instances run an operation it waits for the
+//! disk off the async workers, so that those instances' commits wait for
+//! it at the same time, and a batch of calls may take the sync over
+//! ([`CommitStage::commit_syncing_later`]). The log's checkpoint starts
+//! after the commit, beside the instance's work (`storage/wal.rs`).
 //! In a cluster, the commit's pages and marks are shipped to PostgreSQL
 //! (`storage/replica.rs`) before anything of it is released: a commit that
 //! is not shipped fails, and its instance's local copy is restored before
@@ -157,10 +159,11 @@ impl CommitStage {
     }
 
     /// [`CommitStage::commit`], except that in `synchronous = full`, while
-    /// other instances run an operation, the log's sync is left to the
-    /// caller: it must await [`Unsynced::sync`] before anything of the
-    /// transaction leaves the instance (an answer above all). Its broadcast
-    /// events go out only then, from there.
+    /// other instances run an operation (on a multi-thread runtime), the
+    /// log's sync is left to the caller: nothing of the transaction may
+    /// leave the instance (an answer above all) before the sync it starts
+    /// with [`Unsynced::start`] has ended. Its broadcast events go out
+    /// then, from there.
     pub(crate) fn commit_syncing_later(
         &self,
         address: &Address,
@@ -195,7 +198,12 @@ impl CommitStage {
         // a cluster the commit is shipped after the sync, here.
         let log = db.wal.log();
         let later = match log {
-            Some(log) if sync == SyncWhen::Later && others_run && db.replica.is_none() => {
+            Some(log)
+                if sync == SyncWhen::Later
+                    && others_run
+                    && db.replica.is_none()
+                    && crate::blocking::on_multi_thread_runtime() =>
+            {
                 Some(log.clone())
             }
             _ => None,
@@ -280,12 +288,13 @@ impl CommitStage {
 enum SyncWhen {
     /// Before the commit stage returns.
     Now,
-    /// When the caller awaits it, if other instances run.
+    /// When the caller starts it ([`Unsynced::start`]), if other
+    /// instances run.
     Later,
 }
 
 /// A commit whose log is not synced yet: nothing of it may leave the
-/// instance before [`Unsynced::sync`] succeeded.
+/// instance before its sync succeeded ([`Unsynced::start`]).
 #[must_use = "a commit is durable only once its log is synced"]
 pub(crate) struct Unsynced {
     log: LogFile,
@@ -294,19 +303,57 @@ pub(crate) struct Unsynced {
 }
 
 impl Unsynced {
-    /// Syncs the log on a blocking thread (the async worker goes on
-    /// meanwhile), then publishes the transaction's events.
-    pub(crate) async fn sync(self) -> Result<(), CommitError> {
-        let log = self.log;
-        match tokio::task::spawn_blocking(move || log.sync()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(CommitError::LogNotSynced(e)),
-            Err(e) => return Err(CommitError::LogNotSynced(std::io::Error::other(e))),
+    /// Starts the sync on a blocking thread, where it runs to its end
+    /// (and then publishes the transaction's events) whoever still waits
+    /// for it: a caller that goes away mid-wait cannot leave a commit
+    /// half released.
+    pub(crate) fn start(self) -> Durable {
+        let (done, durable) = tokio::sync::watch::channel(None);
+        let sync = move || {
+            let result = self.log.sync().map_err(|e| e.to_string());
+            if result.is_ok()
+                && let Some((hub, address, events)) = self.publish
+            {
+                hub.publish(&address, &events);
+            }
+            let _ = done.send(Some(result));
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(sync)),
+            Err(_) => sync(),
         }
-        if let Some((hub, address, events)) = self.publish {
-            hub.publish(&address, &events);
+        Durable(durable)
+    }
+}
+
+/// The end of a started sync of a commit's log: what its calls' answers
+/// wait for (`cell/batch.rs`).
+#[derive(Clone)]
+pub(crate) struct Durable(tokio::sync::watch::Receiver<Option<Result<(), String>>>);
+
+impl Durable {
+    /// Waits until the log is synced.
+    pub(crate) async fn wait(&self) -> Result<(), CommitError> {
+        let mut done = self.0.clone();
+        let outcome = done
+            .wait_for(Option::is_some)
+            .await
+            .map(|outcome| outcome.clone());
+        match outcome {
+            Ok(Some(Ok(()))) => Ok(()),
+            Ok(Some(Err(message))) => {
+                Err(CommitError::LogNotSynced(std::io::Error::other(message)))
+            }
+            Ok(None) | Err(_) => Err(CommitError::LogNotSynced(std::io::Error::other(
+                "the sync ended without an outcome",
+            ))),
         }
-        Ok(())
+    }
+
+    /// Whether the sync has ended.
+    #[cfg(test)]
+    pub(crate) fn has_ended(&self) -> bool {
+        self.0.borrow().is_some()
     }
 }
 
@@ -391,7 +438,9 @@ mod tests {
             .unwrap();
         let unsynced = unsynced.expect("beside another operation, the caller syncs");
         assert_eq!(log.syncs(), 1);
-        unsynced.sync().await.unwrap();
+        let durable = unsynced.start();
+        durable.wait().await.unwrap();
+        assert!(durable.has_ended());
         assert_eq!((log.syncs(), count(&db)), (2, 2));
 
         let normal = opened(&dir, Synchronous::Normal);

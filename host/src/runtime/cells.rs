@@ -133,7 +133,16 @@ impl Core {
             .await?;
             // No answer yet: the wasm instance broke before this call's
             // turn; it runs on the next one.
-            if let Some(answer) = job.take_answer() {
+            if let Some((answer, durable)) = job.take_answer() {
+                if let Some(durable) = durable
+                    && let Err(e) = durable.wait().await
+                {
+                    return Err(Error::storage(
+                        actor,
+                        key,
+                        format!("{e}; the call may or may not have been kept"),
+                    ));
+                }
                 return answer;
             }
         }
