@@ -208,7 +208,8 @@ fn checkpoint(conn: &Connection) -> rusqlite::Result<Copied> {
 impl Wal {
     /// Records the log's size after every commit on `conn`, the instance
     /// connection of the database at `path`; SQLite's automatic
-    /// checkpoints stop on it.
+    /// checkpoints stop on it. In `synchronous = full`, opens the log to
+    /// sync it after every commit ([`Wal::log`]).
     pub(crate) fn watch(
         conn: &mut Connection,
         synchronous: Synchronous,
