@@ -98,11 +98,7 @@ impl Cell {
     /// anew from its files.
     pub(super) fn not_synced(&mut self, e: CommitError) -> Error {
         self.broken = true;
-        Error::storage(
-            &self.name().actor,
-            &self.name().key,
-            format!("{e}; the call may or may not have been kept"),
-        )
+        e.unknown_outcome(&self.name().actor, &self.name().key)
     }
 
     fn end<T>(

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::address::Address;
 use crate::connections::{Hub, PendingEvent};
+use crate::error::Error;
 use crate::storage::cluster::ClusterError;
 use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
@@ -88,6 +89,17 @@ pub(crate) enum CommitError {
     /// before it is used again.
     #[error("syncing the write-ahead log failed: {0}")]
     LogNotSynced(std::io::Error),
+}
+
+impl CommitError {
+    /// The error of a call whose commit's log could not be synced.
+    pub(crate) fn unknown_outcome(&self, actor: &str, key: &str) -> Error {
+        Error::storage(
+            actor,
+            key,
+            format!("{self}; the call may or may not have been kept"),
+        )
+    }
 }
 
 /// What a commit released, for the caller to act on.
@@ -266,16 +278,16 @@ impl CommitStage {
         // (see `storage/wal.rs`).
         let beside = self.operations.load(Ordering::Relaxed) > 1;
         db.wal.checkpoint_if_due(&db.conn, beside);
-        let publish = match &self.hub {
-            Some(hub) if !events.is_empty() => Some((hub.clone(), address.clone(), events)),
-            _ => None,
-        };
         let committed = Committed { appended };
+        let hub = self.hub.as_ref().filter(|_| !events.is_empty());
         match later {
-            Some(log) => Ok((committed, Some(Unsynced { log, publish }))),
+            Some(log) => {
+                let publish = hub.map(|hub| (hub.clone(), address.clone(), events));
+                Ok((committed, Some(Unsynced { log, publish })))
+            }
             None => {
-                if let Some((hub, address, events)) = publish {
-                    hub.publish(&address, &events);
+                if let Some(hub) = hub {
+                    hub.publish(address, &events);
                 }
                 Ok((committed, None))
             }
@@ -375,6 +387,13 @@ mod tests {
         db.conn.execute("INSERT INTO t VALUES (?1)", [x]).unwrap();
     }
 
+    fn address() -> Address {
+        Address {
+            actor: "a".into(),
+            key: "k".into(),
+        }
+    }
+
     fn count(db: &InstanceDb) -> i64 {
         db.conn
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
@@ -387,10 +406,7 @@ mod tests {
     #[test]
     fn a_commit_in_full_mode_syncs_the_log_before_it_returns() {
         let dir = tempfile::tempdir().unwrap();
-        let address = Address {
-            actor: "a".into(),
-            key: "k".into(),
-        };
+        let address = address();
         let stage = CommitStage::default();
         let db = opened(&dir, Synchronous::Full);
         let log = db.wal.log().expect("full mode syncs the log").clone();
@@ -416,10 +432,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_commit_syncing_later_leaves_the_sync_to_its_caller_while_others_run() {
         let dir = tempfile::tempdir().unwrap();
-        let address = Address {
-            actor: "a".into(),
-            key: "k".into(),
-        };
+        let address = address();
         let stage = CommitStage::default();
         let db = opened(&dir, Synchronous::Full);
         let log = db.wal.log().unwrap().clone();

@@ -137,11 +137,7 @@ impl Core {
                 if let Some(durable) = durable
                     && let Err(e) = durable.wait().await
                 {
-                    return Err(Error::storage(
-                        actor,
-                        key,
-                        format!("{e}; the call may or may not have been kept"),
-                    ));
+                    return Err(e.unknown_outcome(actor, key));
                 }
                 return answer;
             }
