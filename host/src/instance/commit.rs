@@ -35,8 +35,8 @@ use crate::storage::cluster::ClusterError;
 use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
 use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::log_file::LogFile;
 use crate::storage::replica::Release;
-use crate::storage::wal::LogFile;
 
 /// What the open transaction did that outlives it: collected while the
 /// guest runs, acted on by the commit stage, dropped on a rollback.

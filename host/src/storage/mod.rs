@@ -25,6 +25,7 @@ pub(crate) mod functions;
 pub(crate) mod heap;
 pub(crate) mod index;
 pub(crate) mod instance_db;
+pub(crate) mod log_file;
 pub(crate) mod marks;
 pub(crate) mod pages;
 pub(crate) mod queue;

@@ -30,14 +30,15 @@
 //! dropping the [`Wal`] waits for a checkpoint in flight and closes it,
 //! so no connection to the files outlives the instance's cell.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::Synchronous;
+
+use super::log_file::LogFile;
 
 /// The log's growth, in pages, past which a checkpoint starts beside the
 /// instance (SQLite's own default for its automatic checkpoints).
@@ -142,45 +143,6 @@ enum Copied {
     Part,
 }
 
-/// A handle of an instance's log file, to sync it (see [`Wal::log`]).
-#[derive(Clone)]
-pub(crate) struct LogFile {
-    file: Arc<File>,
-    /// Syncs made through this handle and its clones.
-    syncs: Arc<AtomicU64>,
-}
-
-impl LogFile {
-    /// Waits until what was written to the log is on the disk.
-    pub(crate) fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()?;
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Syncs made so far.
-    #[cfg(test)]
-    pub(crate) fn syncs(&self) -> u64 {
-        self.syncs.load(Ordering::Relaxed)
-    }
-}
-
-/// Opens the log of the database at `path`, which the instance
-/// connection created when it first read the database in WAL mode.
-fn open_log(path: &Path) -> rusqlite::Result<File> {
-    let mut log = path.as_os_str().to_owned();
-    log.push("-wal");
-    File::open(&log).map_err(|e| {
-        rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-            Some(format!(
-                "cannot open the write-ahead log {}: {e}",
-                Path::new(&log).display()
-            )),
-        )
-    })
-}
-
 fn open_and_checkpoint(path: &Path, conn: &mut Option<Connection>) -> rusqlite::Result<Copied> {
     if conn.is_none() {
         let opened = Connection::open_with_flags(
@@ -226,10 +188,8 @@ impl Wal {
             Ok(())
         }))?;
         let log = if synchronous == Synchronous::Full {
-            Some(LogFile {
-                file: Arc::new(open_log(path)?),
-                syncs: Arc::default(),
-            })
+            let page_size: u32 = conn.query_row("PRAGMA main.page_size", [], |r| r.get(0))?;
+            Some(LogFile::open(path, pages.clone(), page_size.into())?)
         } else {
             None
         };
