@@ -331,11 +331,13 @@ async fn evictions_and_sleeping_instances_are_counted() {
     assert_eq!(get(&m, "burrow_instances_asleep", &actor("counter")), 1.0);
 
     // A probe idle past its sleep timeout is put to sleep by the reaper
-    // (a counter makes room for it first).
+    // (a counter makes room for it first). The eviction is counted when
+    // it begins, the instance asleep once its sleep hook has run.
     call(&host, "probe", "p", "bump", "[]").await;
     let idle = [("actor", "probe"), ("reason", "idle")];
     let m = settled(&server.url, "the idle probe to sleep", |m| {
         value(m, "burrow_evictions_total", &idle) == Some(1.0)
+            && value(m, "burrow_instances_awake", &actor("probe")) == Some(0.0)
     })
     .await;
     assert_eq!(get(&m, "burrow_evictions_total", &room), 2.0);
