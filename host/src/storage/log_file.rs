@@ -30,6 +30,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use super::pages::wal_path;
+
 /// The bytes of a log's header, before its first frame.
 const HEADER_BYTES: u64 = 32;
 /// The bytes of a frame's header, before its page.
@@ -66,14 +68,13 @@ impl LogFile {
         frames: Arc<AtomicU32>,
         page_size: u64,
     ) -> rusqlite::Result<LogFile> {
-        let mut log = path.as_os_str().to_owned();
-        log.push("-wal");
+        let log = wal_path(path);
         let cannot_open = |e: io::Error| {
             rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
                 Some(format!(
                     "cannot open the write-ahead log {}: {e}",
-                    Path::new(&log).display()
+                    log.display()
                 )),
             )
         };
