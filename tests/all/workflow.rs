@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use burrow::Host;
-use burrow::workflow::{EntryKind, EntryStatus, WorkflowStatus, WorkflowView};
+use burrow::workflow::{EntryKind, EntryStatus, HistoryEntry, WorkflowStatus, WorkflowView};
 use serde_json::{Value, json};
 
 use crate::support::{call, counter, eventually, restart, start, workflow_probe};
@@ -450,10 +450,21 @@ async fn a_join_waits_for_every_branch() {
     })
     .await;
     assert_eq!(waiting.record.waiting_on.as_deref(), Some("sleep `pause`"));
+    let join = |history: &[HistoryEntry]| {
+        let joins: Vec<_> = history
+            .iter()
+            .filter(|e| e.kind == EntryKind::Join)
+            .collect();
+        assert_eq!(joins.len(), 1, "{history:?}");
+        joins[0].status
+    };
+    assert_eq!(join(&waiting.history), EntryStatus::Running);
     // The quick branch ran while the slow one waits.
     assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 2);
-    let out = output(&finished(&host, "k").await);
-    assert_eq!(out["join"], json!([3, 2]));
+    let view = finished(&host, "k").await;
+    assert_eq!(output(&view)["join"], json!([3, 2]));
+    // Once every branch ended, so did the join.
+    assert_eq!(join(&view.history), EntryStatus::Done);
     host.shutdown().await;
 }
 

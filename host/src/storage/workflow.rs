@@ -396,6 +396,19 @@ pub(crate) fn delete_under(
     .execute(params![prefix, keep])
 }
 
+/// Whether an entry under `prefix` has not finished: a sleep or queue
+/// wait not over, a step waiting for its retry, a loop or join still
+/// running.
+pub(crate) fn unfinished_under(conn: &Connection, prefix: &str) -> rusqlite::Result<bool> {
+    // Locations hold digits and `/` only, so the prefix needs no escaping.
+    host_statement(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM main._burrow_workflow_history
+         WHERE location LIKE ?1 || '%' AND status IN ('sleeping', 'retrying', 'running'))",
+    )?
+    .query_row([prefix], |r| r.get(0))
+}
+
 /// Entries in the history.
 pub(crate) fn history_len(conn: &Connection) -> rusqlite::Result<i64> {
     host_statement(conn, "SELECT count(*) FROM main._burrow_workflow_history")?
@@ -478,5 +491,43 @@ mod tests {
             .map(|e| e.location)
             .collect();
         assert_eq!(left, ["0", "1", "1/0/0", "1/0/1", "10/0/0"]);
+    }
+
+    #[test]
+    fn a_scope_is_unfinished_while_an_entry_under_it_is() {
+        let conn = db();
+        let put = |location: &str, status: EntryStatus| {
+            let e = HistoryEntry {
+                location: location.into(),
+                kind: EntryKind::Step,
+                name: "s".into(),
+                status,
+                output: None,
+                failure_kind: None,
+                error_code: None,
+                error: None,
+                attempts: 0,
+                wake_at: None,
+                updated_at: 1,
+            };
+            put_entry(&conn, &e).unwrap();
+        };
+        put("1", EntryStatus::Running);
+        put("1/0/0", EntryStatus::Done);
+        put("1/1/0", EntryStatus::Failed);
+        put("10/0/0", EntryStatus::Sleeping);
+        // Not the scope's own entry, nor a neighbour whose location
+        // starts with the same digit.
+        assert!(!unfinished_under(&conn, "1/").unwrap());
+        for status in [
+            EntryStatus::Sleeping,
+            EntryStatus::Retrying,
+            EntryStatus::Running,
+        ] {
+            put("1/1/1", status);
+            assert!(unfinished_under(&conn, "1/").unwrap(), "{status:?}");
+        }
+        put("1/1/1", EntryStatus::Done);
+        assert!(!unfinished_under(&conn, "1/").unwrap());
     }
 }

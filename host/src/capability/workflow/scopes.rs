@@ -152,6 +152,9 @@ pub(super) fn join_exit(
         unreachable!("checked above")
     };
     let Some(winner) = winner.filter(|_| race) else {
+        if !race {
+            record_join_end(instance, &location)?;
+        }
         return Ok(Ok(None));
     };
     let recorded = workflow_db::entry(&instance.db.conn, &location).map_err(storage_trap)?;
@@ -182,6 +185,30 @@ pub(super) fn join_exit(
     run.wait = saved_wait;
     run.waits_for_queue = saved_queue;
     Ok(Ok(Some(winner)))
+}
+
+/// Records at the exit of the join at `location` whether it is over: it
+/// is once none of its branches waits, that is, once nothing under it
+/// sleeps, retries or runs. A run that replays the join records it again,
+/// so the entry follows its branches.
+fn record_join_end(instance: &mut InstanceState, location: &str) -> wasmtime::Result<()> {
+    let conn = &instance.db.conn;
+    let waiting =
+        workflow_db::unfinished_under(conn, &format!("{location}/")).map_err(storage_trap)?;
+    let status = if waiting {
+        EntryStatus::Running
+    } else {
+        EntryStatus::Done
+    };
+    let Some(mut entry) = workflow_db::entry(conn, location).map_err(storage_trap)? else {
+        return Ok(());
+    };
+    if entry.status == status {
+        return Ok(());
+    }
+    entry.status = status;
+    entry.updated_at = now_ms();
+    instance.in_transaction(|conn| workflow_db::put_entry(conn, &entry))
 }
 
 impl InstanceState {
