@@ -860,6 +860,11 @@ async fn the_inspector_in_a_browser() {
         "document.querySelector('#timeline .scope.winner')",
     )
     .await;
+    ui.until(
+        "the join, done",
+        "document.querySelector('#timeline li[data-kind=join].st-done')",
+    )
+    .await;
     let timeline = ui.text("#timeline").await;
     for part in [
         "quote-rail",
