@@ -42,7 +42,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Extension, OriginalUri, Path, Query, State};
+use axum::extract::{
+    DefaultBodyLimit, Extension, FromRequestParts, OriginalUri, Path, Query, State,
+};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -273,11 +276,9 @@ pub async fn serve_with(
     serving: Serving,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    tracing::info!(
-        address = %listener.local_addr()?,
-        tls = serving.tls.is_some(),
-        "burrow is serving"
-    );
+    let address = listener.local_addr()?;
+    serving.access.check_address(address)?;
+    tracing::info!(%address, tls = serving.tls.is_some(), "burrow is serving");
     // Open connections would keep the graceful shutdown waiting: close
     // them when it begins.
     let connections = host.clone();
@@ -396,6 +397,60 @@ impl Incoming {
             body,
         }
     }
+}
+
+/// A request without a body, as the routes of one instance that take none
+/// pass it on.
+impl<S: Send + Sync> FromRequestParts<S> for Incoming {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Incoming, ApiError> {
+        // The guard (`http/auth.rs`) puts the caller on every routed request.
+        let caller = parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
+            ApiError::new(
+                500,
+                "internal",
+                "the request reached its route without a caller",
+            )
+        })?;
+        let uri = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.clone(), |OriginalUri(uri)| uri.clone());
+        Ok(Incoming::new(
+            parts.method.clone(),
+            uri,
+            parts.headers.clone(),
+            caller,
+            Bytes::new(),
+        ))
+    }
+}
+
+/// Answers a read of an instance's database with its JSON: on the host
+/// that serves the instance ([`routed`]), the read (bounded, but blocking)
+/// and its serialization on a blocking thread ([`off_the_workers`]).
+async fn json_view<T: serde::Serialize>(
+    host: &Host,
+    incoming: &Incoming,
+    actor: &str,
+    key: &str,
+    read: impl FnOnce(&Host, &str, &str) -> Result<T, Error> + Clone + Send + 'static,
+) -> ApiResult<Response> {
+    routed(host, incoming, actor, key, || {
+        let (host, actor, key, read) =
+            (host.clone(), actor.to_owned(), key.to_owned(), read.clone());
+        async move {
+            answered(
+                off_the_workers(move || {
+                    let view = read(&host, &actor, &key)?;
+                    Ok(axum::Json(view).into_response())
+                })
+                .await,
+            )
+        }
+    })
+    .await
 }
 
 /// Serves a request for (`actor`, `key`) with `here` on this host, or
@@ -537,14 +592,10 @@ async fn create(
 
 async fn destroy(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -557,51 +608,24 @@ async fn destroy(
 
 async fn state(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || host.state(&actor, &key))
-                    .await
-                    .map(|state| axum::Json(state).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.state(actor, key)
     })
     .await
 }
 
 async fn inspect(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || {
-                    let inspection = host.inspect(&actor, &key)?;
-                    Ok(serde_json::to_value(inspection).unwrap_or(Value::Null))
-                })
-                .await
-                .map(|inspection| axum::Json(inspection).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.inspect(actor, key)
     })
     .await
 }
@@ -738,68 +762,34 @@ async fn send(
 
 async fn queue(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || {
-                    let view = host.queue(&actor, &key)?;
-                    Ok(serde_json::to_value(view).unwrap_or(Value::Null))
-                })
-                .await
-                .map(|view| axum::Json(view).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.queue(actor, key)
     })
     .await
 }
 
 async fn workflow(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || {
-                    let view = host.workflow(&actor, &key)?;
-                    Ok(serde_json::to_value(view).unwrap_or(Value::Null))
-                })
-                .await
-                .map(|view| axum::Json(view).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.workflow(actor, key)
     })
     .await
 }
 
 async fn requeue(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {
@@ -812,14 +802,10 @@ async fn requeue(
 
 async fn discard(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, id)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
     routed(&host, &incoming, &actor, &key, {
         let (host, actor, key) = (&host, &actor, &key);
         move || async move {

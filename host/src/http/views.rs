@@ -1,18 +1,15 @@
 //! The read-only views the inspector pages through: the manifest's actors,
 //! a page of an actor's keys, an instance's tables (a page at a time) and
-//! its schedules. Reads of an instance go through [`routed`] (in a cluster,
-//! to the host that serves it) and [`off_the_workers`], bounded like
-//! `GET /actors/{actor}/{key}`.
+//! its schedules. Reads of an instance go through [`json_view`] (in a
+//! cluster, to the host that serves it; off the async workers), bounded
+//! like `GET /actors/{actor}/{key}`.
 
-use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Extension, OriginalUri, Path, Query, State};
-use axum::http::{HeaderMap, Method};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{ApiError, ApiResult, Incoming, answered, off_the_workers, routed};
-use crate::caller::Caller;
+use super::{ApiError, ApiResult, Incoming, json_view};
 use crate::client::KeyList;
 use crate::host::Host;
 use crate::inspect::{INSPECT_ROWS, MAX_TABLE_PAGE_ROWS};
@@ -99,24 +96,13 @@ pub(super) async fn keys(
 /// with their columns and row counts.
 pub(super) async fn tables(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || host.tables(&actor, &key))
-                    .await
-                    .map(|tables| axum::Json(json!({ "tables": tables })).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.tables(actor, key)
+            .map(|tables| json!({ "tables": tables }))
     })
     .await
 }
@@ -133,10 +119,7 @@ pub(super) struct PageQuery {
 /// `limit` rows (default 100, at most 1,000) from row `offset` on.
 pub(super) async fn table_page(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String, String)>, PathRejection>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
@@ -150,18 +133,8 @@ pub(super) async fn table_page(
         MAX_TABLE_PAGE_ROWS as u64,
         INSPECT_ROWS as u64,
     )? as usize;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key, table) = (&host, &actor, &key, &table);
-        move || async move {
-            let (host, actor, key, table) =
-                (host.clone(), actor.clone(), key.clone(), table.clone());
-            answered(
-                off_the_workers(move || host.table_page(&actor, &key, &table, offset, limit))
-                    .await
-                    .map(|page| axum::Json(page).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, move |host, actor, key| {
+        host.table_page(actor, key, &table, offset, limit)
     })
     .await
 }
@@ -170,24 +143,12 @@ pub(super) async fn table_page(
 /// first (`count` in all, the first 100).
 pub(super) async fn schedules(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
+    incoming: Incoming,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key)) = path?;
-    let incoming = Incoming::new(method, uri, headers, caller, Bytes::new());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
-            let (host, actor, key) = (host.clone(), actor.clone(), key.clone());
-            answered(
-                off_the_workers(move || host.schedules(&actor, &key))
-                    .await
-                    .map(|view| axum::Json(view).into_response()),
-            )
-        }
+    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
+        host.schedules(actor, key)
     })
     .await
 }
