@@ -599,6 +599,38 @@ fn ended(child: std::process::Child) -> (std::process::ExitStatus, String) {
     )
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_library_refuses_an_address_others_reach_without_tokens_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    let anywhere = || async { tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap() };
+    let refused = burrow::http::serve_on(host.clone(), anywhere().await, async {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("refusing to serve on 0.0.0.0"),
+        "{refused}"
+    );
+    assert!(refused.contains("Access::with_tokens"), "{refused}");
+    // The host was not shut down: it still answers.
+    assert_eq!(call(&host, "counter", "c", "increment", "[1]").await, 1);
+
+    // With tokens, or told, it serves (here until its shutdown, at once).
+    for access in [
+        Access::with_tokens(Tokens::parse(TOKENS).unwrap()),
+        Access::open().insecure_no_auth(),
+    ] {
+        let serving = Serving {
+            access,
+            ..Serving::default()
+        };
+        burrow::http::serve_with(host.clone(), anywhere().await, serving, async {})
+            .await
+            .unwrap();
+    }
+}
+
 #[test]
 fn serve_refuses_an_address_others_reach_without_tokens_unless_told() {
     let dir = tempfile::tempdir().unwrap();

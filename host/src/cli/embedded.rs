@@ -164,6 +164,9 @@ pub(super) fn access_of(
             );
         }
         tracing::warn!(address = %listen, "serving without API tokens on an address other hosts can reach (--insecure-no-auth)");
+        return Ok(crate::http::Access::open()
+            .insecure_no_auth()
+            .open_metrics(open_metrics));
     }
     Ok(crate::http::Access::open().open_metrics(open_metrics))
 }

@@ -17,6 +17,7 @@
 //! see `connect.rs`.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
@@ -44,6 +45,8 @@ use crate::tokens::{Token, Tokens};
 pub struct Access {
     tokens: Option<Arc<Tokens>>,
     open_metrics: bool,
+    /// Without tokens, on an address other hosts can reach too.
+    insecure_no_auth: bool,
     limits: Arc<Limits>,
 }
 
@@ -64,14 +67,39 @@ impl std::fmt::Debug for Access {
         f.debug_struct("Access")
             .field("tokens", &names)
             .field("open_metrics", &self.open_metrics)
+            .field("insecure_no_auth", &self.insecure_no_auth)
             .finish()
     }
 }
 
 impl Access {
-    /// No tokens: every request is let through.
+    /// No tokens: every request is let through. A server serves so only
+    /// on a loopback address, unless [`Access::insecure_no_auth`] says
+    /// otherwise.
     pub fn open() -> Access {
         Access::default()
+    }
+
+    /// Without tokens, serve on an address other hosts can reach too
+    /// (`burrow serve --insecure-no-auth`): anyone who reaches it may do
+    /// everything.
+    pub fn insecure_no_auth(mut self) -> Access {
+        self.insecure_no_auth = true;
+        self
+    }
+
+    /// Refuses `addr`, where a server is to listen, if it has no tokens,
+    /// other hosts can reach the address, and
+    /// [`Access::insecure_no_auth`] did not say so.
+    pub(crate) fn check_address(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        if self.tokens.is_none() && !addr.ip().is_loopback() && !self.insecure_no_auth {
+            anyhow::bail!(
+                "refusing to serve on {addr} without API tokens: anyone who can reach it could \
+                 call, read, destroy and deploy anything. Serve with `Access::with_tokens`, on a \
+                 loopback address, or with `Access::insecure_no_auth`"
+            );
+        }
+        Ok(())
     }
 
     /// Requests need one of `tokens`.
@@ -92,6 +120,7 @@ impl Access {
         Access {
             tokens: Some(Arc::new(tokens)),
             open_metrics: false,
+            insecure_no_auth: false,
             limits: Arc::new(limits),
         }
     }
