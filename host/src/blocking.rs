@@ -18,6 +18,13 @@
 //! commits of several instances wait for the disk together. The hand-off
 //! costs a thread wake-up (tens of microseconds on a small VM), so the
 //! commit stage asks for it only when other instances are running too.
+//!
+//! A batch of calls that leaves its sync for later hands it to
+//! [`on_sync_thread`]: one of a few threads kept for syncs, which take the
+//! next one as soon as they are done with one.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 
@@ -48,5 +55,107 @@ pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
             tokio::task::block_in_place(work)
         }
         _ => work(),
+    }
+}
+
+/// The threads kept for syncs ([`on_sync_thread`]): four for each core
+/// (eight on two), from 4 to 64. More syncs in flight use the disk's
+/// parallelism, but each one's thread wake-up costs a core tens of
+/// microseconds: on two cores shared with a load generator, W2 over HTTP
+/// in `full` ran fastest with 4 to 8 of them (README, "Durability modes
+/// and commits"); in-process, where the cores are not all taken, eight
+/// and a thread for each sync measured alike within the noise.
+fn sync_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (4 * cores).clamp(4, 64)
+}
+
+type SyncJob = Box<dyn FnOnce() + Send>;
+
+/// Runs `sync`, which waits for the disk, on one of the threads kept for
+/// the syncs of commits ([`sync_threads`]), in the order they came. A
+/// blocking thread for each sync put all of W2's 64 in flight at once,
+/// each on a thread woken for it alone; with a few threads the syncs still
+/// overlap, a thread goes from one sync to the next without sleeping, and
+/// the disk's queue stays short. Without those threads (none could
+/// start), `sync` runs on a blocking thread of the runtime, or here
+/// outside one.
+pub(crate) fn on_sync_thread(sync: impl FnOnce() + Send + 'static) {
+    static THREADS: OnceLock<Option<crossbeam_channel::Sender<SyncJob>>> = OnceLock::new();
+    let threads = THREADS.get_or_init(|| {
+        let (send, receive) = crossbeam_channel::unbounded::<SyncJob>();
+        let mut started = 0;
+        for n in 0..sync_threads() {
+            let receive = receive.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("burrow-sync-{n}"))
+                .spawn(move || {
+                    for sync in receive {
+                        // A panic ends that sync (its waiters hear that it
+                        // ended without an outcome), not the thread.
+                        let _ = std::panic::catch_unwind(AssertUnwindSafe(sync));
+                    }
+                });
+            match thread {
+                Ok(_) => started += 1,
+                Err(e) => tracing::warn!(error = %e, "a thread for syncs could not start"),
+            }
+        }
+        (started > 0).then_some(send)
+    });
+    let unsent = match threads {
+        Some(send) => send
+            .send(Box::new(sync))
+            .err()
+            .map(|crossbeam_channel::SendError(sync)| sync),
+        None => Some(Box::new(sync) as SyncJob),
+    };
+    if let Some(sync) = unsent {
+        match Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(sync)),
+            Err(_) => sync(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Barrier, mpsc};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn syncs_run_side_by_side_on_the_threads_kept_for_them() {
+        // Each waits for all the others: they end only if all run at once.
+        let threads = sync_threads();
+        let together = Arc::new(Barrier::new(threads));
+        let (done, ended) = mpsc::channel();
+        for _ in 0..threads {
+            let (together, done) = (together.clone(), done.clone());
+            on_sync_thread(move || {
+                together.wait();
+                let name = std::thread::current().name().map(str::to_owned);
+                done.send(name).unwrap();
+            });
+        }
+        for _ in 0..threads {
+            let name = ended.recv_timeout(Duration::from_secs(60)).unwrap();
+            assert!(name.unwrap().starts_with("burrow-sync-"));
+        }
+    }
+
+    #[test]
+    fn a_sync_that_panics_leaves_the_threads_at_work() {
+        for _ in 0..2 * sync_threads() {
+            on_sync_thread(|| panic!("a sync failed"));
+        }
+        let (done, ended) = mpsc::channel();
+        on_sync_thread(move || {
+            let name = std::thread::current().name().map(str::to_owned);
+            done.send(name).unwrap();
+        });
+        let name = ended.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(name.unwrap().starts_with("burrow-sync-"));
     }
 }

@@ -315,10 +315,11 @@ pub(crate) struct Unsynced {
 }
 
 impl Unsynced {
-    /// Starts the sync on a blocking thread, where it runs to its end
-    /// (and then publishes the transaction's events) whoever still waits
-    /// for it: a caller that goes away mid-wait cannot leave a commit
-    /// half released.
+    /// Starts the sync on a thread kept for syncs
+    /// ([`crate::blocking::on_sync_thread`]), where it runs to its end (and
+    /// then publishes the transaction's events) whoever still waits for
+    /// it: a caller that goes away mid-wait cannot leave a commit half
+    /// released.
     pub(crate) fn start(self) -> Durable {
         let (done, durable) = tokio::sync::watch::channel(None);
         let sync = move || {
@@ -330,10 +331,7 @@ impl Unsynced {
             }
             let _ = done.send(Some(result));
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => drop(handle.spawn_blocking(sync)),
-            Err(_) => sync(),
-        }
+        crate::blocking::on_sync_thread(sync);
         Durable(durable)
     }
 }
