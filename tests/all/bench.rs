@@ -1,5 +1,6 @@
 //! `burrow bench --languages`: a row per guest language, and a clear row for
-//! a language whose actors are missing.
+//! a language whose actors are missing; `burrow bench --modes`: both
+//! durability modes with the machine's limits beside them.
 
 use std::path::Path;
 use std::process::Command;
@@ -103,4 +104,55 @@ async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
     assert!(table.contains("| Python | "), "{table}");
     assert!(table.contains("| JavaScript | not built"), "{table}");
     assert!(stderr.contains("| language |"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_durability_modes_bound_w2_by_the_cpu_of_its_calls_and_syncs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
+    )
+    .unwrap();
+    let out = Command::new(BURROW)
+        .arg("--manifest")
+        .arg(&manifest)
+        .args(["bench", "--modes", "--no-http", "--ops", "50"])
+        .args(["--w2-calls", "5", "--hot-calls", "128"])
+        .arg("--data-dir")
+        .arg(dir.path().join("bench"))
+        .env("BURROW_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let in_process = &report["modes"]["in_process"];
+    for mode in ["normal", "full"] {
+        assert_eq!(in_process[mode]["w2"]["ops"], 64 * 5, "{in_process}");
+        assert_eq!(in_process[mode]["w2"]["failed"], 0, "{in_process}");
+    }
+    let call = in_process["normal"]["w2_machine_cpu_per_call_us"]
+        .as_f64()
+        .unwrap();
+    let sync = in_process["disk_before_full"]["cpu_per_parallel_fsync_us"]
+        .as_f64()
+        .unwrap();
+    let bound = in_process["full_mode_limits"]["w2_cpu_bound_ops_per_sec"]
+        .as_f64()
+        .unwrap();
+    assert!(call > 0.0 && sync > 0.0, "{in_process}");
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    let expected = cores * 1e6 / (call + sync);
+    assert!(
+        (bound - expected).abs() <= expected * 0.01 + 1.0,
+        "{bound} against {expected}: {in_process}"
+    );
+    let table = report["modes"]["table"].as_str().unwrap();
+    assert!(
+        table.contains("with the CPU of the calls and syncs"),
+        "{table}"
+    );
+    assert!(table.contains("each sync costing the machine"), "{table}");
 }

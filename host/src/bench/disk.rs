@@ -3,8 +3,10 @@
 //! `fdatasync` takes (what one durable commit in `synchronous = full`
 //! cannot go below), and how many such fsyncs per second 16 threads reach,
 //! each on its own file (what instances committing in parallel could
-//! reach). From them, the fsync-bound limits of the workloads in `full`
-//! mode.
+//! reach), with the machine's CPU time per sync while they do (on a VM a
+//! sync costs CPU, notifications and interrupts, that calls committing
+//! in parallel cannot use). From them, the limits of the workloads in
+//! `full` mode.
 //!
 //! The writes overwrite blocks of a file allocated and synced beforehand,
 //! so `fdatasync` flushes data only, never the file's size: the best case
@@ -20,6 +22,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::Latencies;
+use super::cpu::{self, MachineCpu};
 
 /// Rounds of the fsync latency.
 pub const SYNC_ROUNDS: usize = 2_000;
@@ -39,6 +42,8 @@ pub struct DiskLimits {
     pub sync: Latencies,
     /// `fdatasync`s per second of [`PARALLEL_THREADS`] threads together.
     pub parallel_syncs_per_sec: f64,
+    /// The machine's CPU time (all cores) per sync of those threads.
+    pub cpu_per_parallel_sync: Option<Duration>,
 }
 
 impl DiskLimits {
@@ -60,6 +65,7 @@ impl DiskLimits {
             "fsync_bound_sequential_ops_per_sec": self.sequential_limit().round(),
             "parallel_threads": PARALLEL_THREADS,
             "parallel_fsyncs_per_sec": self.parallel_syncs_per_sec.round(),
+            "cpu_per_parallel_fsync_us": self.cpu_per_parallel_sync.map(super::micros),
         })
     }
 }
@@ -123,9 +129,23 @@ pub fn fsync_latency(dir: &Path, rounds: usize) -> Result<Latencies> {
     Ok(Latencies::new(samples, total))
 }
 
+/// What `threads` threads, each writing and syncing its own file for a
+/// while, reach.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParallelSyncs {
+    /// `fdatasync`s per second, all threads together.
+    pub per_sec: f64,
+    /// The machine's CPU time per sync (none without `/proc/stat`).
+    pub cpu_per_sync: Option<Duration>,
+}
+
 /// `fdatasync`s per second of `threads` threads, each writing and syncing
-/// its own file for `duration`.
-pub fn parallel_fsync_rate(dir: &Path, threads: usize, duration: Duration) -> Result<f64> {
+/// its own file for `duration`, and the machine's CPU time per sync.
+pub fn parallel_fsync_rate(
+    dir: &Path,
+    threads: usize,
+    duration: Duration,
+) -> Result<ParallelSyncs> {
     std::fs::create_dir_all(dir)?;
     let paths: Vec<_> = (0..threads)
         .map(|i| dir.join(format!("fsync-parallel-{i}")))
@@ -135,6 +155,7 @@ pub fn parallel_fsync_rate(dir: &Path, threads: usize, duration: Duration) -> Re
         .map(|p| allocated_file(p))
         .collect::<Result<Vec<_>>>()?;
     let syncs = AtomicU64::new(0);
+    let machine = MachineCpu::now();
     let begun = Instant::now();
     let deadline = begun + duration;
     std::thread::scope(|scope| {
@@ -160,11 +181,16 @@ pub fn parallel_fsync_rate(dir: &Path, threads: usize, duration: Duration) -> Re
         Ok::<_, std::io::Error>(())
     })?;
     let elapsed = begun.elapsed();
+    let busy = machine.and_then(MachineCpu::busy_since);
     drop(files);
     for path in &paths {
         std::fs::remove_file(path)?;
     }
-    Ok(syncs.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64())
+    let syncs = syncs.load(Ordering::Relaxed);
+    Ok(ParallelSyncs {
+        per_sec: syncs as f64 / elapsed.as_secs_f64(),
+        cpu_per_sync: busy.and_then(|busy| cpu::per_op(busy, syncs)),
+    })
 }
 
 /// Measures the disk under `dir`, off the async executor.
@@ -172,11 +198,11 @@ pub async fn measure(dir: &Path) -> Result<DiskLimits> {
     let dir = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let sync = fsync_latency(&dir, SYNC_ROUNDS)?;
-        let parallel_syncs_per_sec =
-            parallel_fsync_rate(&dir, PARALLEL_THREADS, PARALLEL_DURATION)?;
+        let parallel = parallel_fsync_rate(&dir, PARALLEL_THREADS, PARALLEL_DURATION)?;
         Ok(DiskLimits {
             sync,
-            parallel_syncs_per_sec,
+            parallel_syncs_per_sec: parallel.per_sec,
+            cpu_per_parallel_sync: parallel.cpu_per_sync,
         })
     })
     .await?
@@ -199,12 +225,14 @@ mod tests {
                 Duration::from_micros(400),
             ),
             parallel_syncs_per_sec: 30_000.0,
+            cpu_per_parallel_sync: Some(Duration::from_micros(60)),
         };
         assert!((disk.sequential_limit() - 10_000.0).abs() < 1e-6);
         assert_eq!(
             disk.to_json()["fsync_bound_sequential_ops_per_sec"],
             10_000.0
         );
+        assert_eq!(disk.to_json()["cpu_per_parallel_fsync_us"], 60.0);
     }
 
     #[test]
@@ -213,8 +241,11 @@ mod tests {
         let sync = fsync_latency(dir.path(), 20).unwrap();
         assert_eq!(sync.samples.len(), 20);
         assert!(sync.mean() > Duration::ZERO);
-        let rate = parallel_fsync_rate(dir.path(), 2, Duration::from_millis(50)).unwrap();
-        assert!(rate > 0.0, "{rate}");
+        let parallel = parallel_fsync_rate(dir.path(), 2, Duration::from_millis(50)).unwrap();
+        assert!(parallel.per_sec > 0.0, "{parallel:?}");
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(parallel.cpu_per_sync.is_some(), "{parallel:?}");
+        }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

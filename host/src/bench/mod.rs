@@ -28,6 +28,7 @@
 
 pub mod builds;
 mod cluster;
+mod cpu;
 mod disk;
 mod floor;
 mod languages;

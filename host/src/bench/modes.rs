@@ -24,6 +24,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::Latencies;
+use super::cpu::{self, MachineCpu};
 use super::disk::{self, DiskLimits};
 use super::server_process::ServerProcess;
 use super::table::{self, DiskLine, Figures, Row};
@@ -224,6 +225,9 @@ pub(super) struct Workloads {
     w1: Summary,
     w2: Summary,
     hot: Summary,
+    /// The machine's CPU time (all cores, the client's too) per call of
+    /// W2.
+    w2_cpu_per_call: Option<Duration>,
 }
 
 impl Workloads {
@@ -231,6 +235,7 @@ impl Workloads {
         json!({
             "w1": self.w1.to_json(),
             "w2": self.w2.to_json(),
+            "w2_machine_cpu_per_call_us": self.w2_cpu_per_call.map(super::micros),
             "hot_instance": self.hot.to_json(),
         })
     }
@@ -246,7 +251,11 @@ async fn workloads(counter: impl Fn(&str) -> Counter, sizes: Sizes) -> Result<Wo
     for caller in &spread {
         caller.increment().await?;
     }
+    let machine = MachineCpu::now();
     let w2 = concurrent(spread, sizes.w2_per_instance).await?;
+    let w2_cpu_per_call = machine
+        .and_then(MachineCpu::busy_since)
+        .and_then(|busy| cpu::per_op(busy, w2.latencies.samples.len() as u64));
 
     let hot_each = sizes.hot.div_ceil(CALLERS);
     let hot = counter("hot");
@@ -264,6 +273,7 @@ async fn workloads(counter: impl Fn(&str) -> Counter, sizes: Sizes) -> Result<Wo
         w1: Summary::of_increments(w1),
         w2: Summary::of_increments(w2),
         hot: Summary::of_increments(hot_increments),
+        w2_cpu_per_call,
     })
 }
 
@@ -280,7 +290,11 @@ async fn workloads_with_wrk(url: &str, dir: &Path, seconds: u64) -> Result<Workl
     let hot = counter("hot");
     hot.increment().await?;
     let w1 = wrk::run(url, &scripts, wrk::Load::Sequential, seconds).await?;
+    let machine = MachineCpu::now();
     let w2 = wrk::run(url, &scripts, wrk::Load::Spread, seconds).await?;
+    let w2_cpu_per_call = machine
+        .and_then(MachineCpu::busy_since)
+        .and_then(|busy| cpu::per_op(busy, w2.requests));
     let hot_report = wrk::run(url, &scripts, wrk::Load::Hot, seconds).await?;
     let count = hot.value().await?;
     if (count as u64) < 1 + hot_report.requests - hot_report.errors.min(hot_report.requests) {
@@ -293,6 +307,7 @@ async fn workloads_with_wrk(url: &str, dir: &Path, seconds: u64) -> Result<Workl
         w1: Summary::of_wrk(&w1),
         w2: Summary::of_wrk(&w2),
         hot: Summary::of_wrk(&hot_report),
+        w2_cpu_per_call,
     })
 }
 
@@ -480,7 +495,7 @@ fn pair(modes: Vec<Workloads>) -> [Workloads; 2] {
 }
 
 /// The limits of the workloads in `full` mode, from the disk's figures and
-/// W1's own time in `normal` mode.
+/// the workloads' own cost in `normal` mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct FullModeLimits {
     /// 1 / fsync latency (its mean): one caller, one fsync per commit,
@@ -493,6 +508,33 @@ pub(super) struct FullModeLimits {
     pub w1_with_call: f64,
     /// The parallel fsync rate: instances committing at once.
     pub parallel: f64,
+    /// W2 once each call and each sync take their CPU.
+    pub w2_cpu_bound: Option<CpuBound>,
+}
+
+/// The rate of W2 in `full` mode that the machine's cores allow when each
+/// call costs what it does in `normal` mode and each commit adds one sync
+/// at its CPU cost: cores / (call + sync). Syncs in parallel reach more
+/// than this only while they have the cores to themselves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct CpuBound {
+    pub per_sec: f64,
+    pub cores: usize,
+    /// The machine's CPU time per W2 call in `normal` mode.
+    pub call: Duration,
+    /// The machine's CPU time per sync, from the parallel fsync rate.
+    pub sync: Duration,
+}
+
+impl CpuBound {
+    pub(super) fn new(cores: usize, call: Duration, sync: Duration) -> Self {
+        CpuBound {
+            per_sec: cores as f64 * disk::per_second(call + sync),
+            cores,
+            call,
+            sync,
+        }
+    }
 }
 
 impl FullModeLimits {
@@ -501,12 +543,14 @@ impl FullModeLimits {
         fsync_p50: Duration,
         parallel: f64,
         w1_normal_call: Duration,
+        w2_cpu_bound: Option<CpuBound>,
     ) -> Self {
         FullModeLimits {
             fsync_bound: disk::per_second(fsync),
             fsync_bound_at_p50: disk::per_second(fsync_p50),
             w1_with_call: disk::sequential_limit_with_call(fsync, w1_normal_call),
             parallel,
+            w2_cpu_bound,
         }
     }
 
@@ -516,6 +560,7 @@ impl FullModeLimits {
             "w1_fsync_bound_at_p50_ops_per_sec": self.fsync_bound_at_p50.round(),
             "w1_with_the_call_ops_per_sec": self.w1_with_call.round(),
             "w2_parallel_fsyncs_per_sec": self.parallel.round(),
+            "w2_cpu_bound_ops_per_sec": self.w2_cpu_bound.map(|b| b.per_sec.round()),
             "hot_instance_one_fsync_per_call_ops_per_sec": self.fsync_bound.round(),
         })
     }
@@ -529,11 +574,22 @@ impl FullModeLimits {
                 table::thousands(self.fsync_bound_at_p50),
                 table::thousands(self.w1_with_call)
             ),
-            format!(
-                "{} ({} threads fsyncing their own files)",
-                table::thousands(self.parallel),
-                disk::PARALLEL_THREADS
-            ),
+            match self.w2_cpu_bound {
+                Some(bound) => format!(
+                    "{} ({} threads fsyncing their own files); {} with the CPU of the calls and syncs ({} cores; {} a call, {} a sync)",
+                    table::thousands(self.parallel),
+                    disk::PARALLEL_THREADS,
+                    table::thousands(bound.per_sec),
+                    bound.cores,
+                    table::latency(bound.call),
+                    table::latency(bound.sync),
+                ),
+                None => format!(
+                    "{} ({} threads fsyncing their own files)",
+                    table::thousands(self.parallel),
+                    disk::PARALLEL_THREADS
+                ),
+            },
             format!("{fsync} × the calls that share one fsync"),
         ]
     }
@@ -542,11 +598,16 @@ impl FullModeLimits {
 /// Rows of one way in (in-process or HTTP).
 fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, FullModeLimits) {
     let [normal, full] = modes;
+    let w2_cpu_bound = normal
+        .w2_cpu_per_call
+        .zip(disk.cpu_per_parallel_sync)
+        .map(|(call, sync)| CpuBound::new(cpu::cores(), call, sync));
     let limits = FullModeLimits::new(
         disk.sync_mean(),
         disk.sync.percentile(50.0),
         disk.parallel_syncs_per_sec,
         normal.w1.time_per_call(),
+        w2_cpu_bound,
     );
     let [w1_limit, w2_limit, hot_limit] = limits.cells();
     let connections = if way == "HTTP" {
@@ -633,6 +694,7 @@ fn disk_line(disk: &DiskLimits) -> DiskLine {
         rounds: disk::SYNC_ROUNDS,
         parallel_threads: disk::PARALLEL_THREADS,
         parallel_fsyncs_per_sec: disk.parallel_syncs_per_sec,
+        cpu_per_parallel_sync: disk.cpu_per_parallel_sync,
     }
 }
 
@@ -647,6 +709,7 @@ mod tests {
             Duration::from_micros(100),
             36_410.0,
             Duration::from_micros(125),
+            None,
         );
         assert_eq!(limits.fsync_bound, 8_000.0);
         assert!((limits.w1_with_call - 4_000.0).abs() < 1e-6);
@@ -657,5 +720,25 @@ mod tests {
         );
         assert_eq!(w2, "36,410 (16 threads fsyncing their own files)");
         assert_eq!(hot, "8,000 × the calls that share one fsync");
+    }
+
+    #[test]
+    fn w2_in_full_mode_is_bound_by_the_cpu_of_its_calls_and_syncs() {
+        // Two cores; a call costs the machine 40 µs in normal mode, a sync
+        // 60 µs: 2 / 100 µs.
+        let bound = CpuBound::new(2, Duration::from_micros(40), Duration::from_micros(60));
+        assert!((bound.per_sec - 20_000.0).abs() < 1e-6, "{bound:?}");
+        let limits = FullModeLimits::new(
+            Duration::from_micros(125),
+            Duration::from_micros(100),
+            36_410.0,
+            Duration::from_micros(125),
+            Some(bound),
+        );
+        assert_eq!(
+            limits.cells()[1],
+            "36,410 (16 threads fsyncing their own files); 20,000 with the CPU of the calls and syncs (2 cores; 40.0 µs a call, 60.0 µs a sync)"
+        );
+        assert_eq!(limits.to_json()["w2_cpu_bound_ops_per_sec"], 20_000.0);
     }
 }

@@ -45,6 +45,8 @@ pub struct DiskLine {
     pub parallel_threads: usize,
     /// `fdatasync`s per second of those threads together.
     pub parallel_fsyncs_per_sec: f64,
+    /// The machine's CPU time per sync of those threads.
+    pub cpu_per_parallel_sync: Option<Duration>,
 }
 
 /// A whole number with thousands separators: `36,410`.
@@ -115,9 +117,13 @@ pub fn render(rows: &[Row], disks: &[(&str, DiskLine)]) -> String {
         );
     }
     for (label, disk) in disks {
+        let cpu = disk
+            .cpu_per_parallel_sync
+            .map(|cpu| format!(", each sync costing the machine {} of CPU", latency(cpu)))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "\nfsync, measured before the {label} full runs: a 4 KiB pwrite + fdatasync takes {} (p50), {} (mean of {}), so at most {} commits/s in sequence; {} threads fsyncing their own files reach {} fsyncs/s.",
+            "\nfsync, measured before the {label} full runs: a 4 KiB pwrite + fdatasync takes {} (p50), {} (mean of {}), so at most {} commits/s in sequence; {} threads fsyncing their own files reach {} fsyncs/s{cpu}.",
             latency(disk.fsync_p50),
             latency(disk.fsync_mean),
             thousands(disk.rounds as f64),
@@ -183,8 +189,13 @@ mod tests {
             rounds: 2_000,
             parallel_threads: 16,
             parallel_fsyncs_per_sec: 36_410.0,
+            cpu_per_parallel_sync: None,
         };
-        let table = render(&rows, &[("in-process", disk)]);
+        let with_cpu = DiskLine {
+            cpu_per_parallel_sync: Some(Duration::from_micros(62)),
+            ..disk
+        };
+        let table = render(&rows, &[("in-process", disk), ("HTTP", with_cpu)]);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[2],
@@ -199,6 +210,12 @@ mod tests {
         assert_eq!(
             lines[5],
             "fsync, measured before the in-process full runs: a 4 KiB pwrite + fdatasync takes 118 µs (p50), 125 µs (mean of 2,000), so at most 8,000 commits/s in sequence; 16 threads fsyncing their own files reach 36,410 fsyncs/s."
+        );
+        assert!(
+            lines[7]
+                .ends_with("reach 36,410 fsyncs/s, each sync costing the machine 62.0 µs of CPU."),
+            "{}",
+            lines[7]
         );
     }
 }
