@@ -27,6 +27,24 @@ fn link_cache(cache: &Path) {
     }
 }
 
+/// Runs `burrow bench` with `args` on `manifest`, its data under `data`;
+/// it must succeed. Returns its report and what it printed on stderr.
+fn bench(manifest: &Path, data: &Path, args: &[&str]) -> (Value, String) {
+    let out = Command::new(BURROW)
+        .arg("--manifest")
+        .arg(manifest)
+        .arg("bench")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env("BURROW_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
     let counter_py = programs::COUNTER_PY.expect("the Python counter was built");
@@ -61,18 +79,11 @@ async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
     .unwrap();
     let data = dir.path().join("bench");
     link_cache(&data.join("languages").join("cache"));
-    let out = Command::new(BURROW)
-        .arg("--manifest")
-        .arg(&manifest)
-        .args(["bench", "--languages", "--ops", "50", "--w5-steps", "5"])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("BURROW_LOG", "warn")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, stderr) = bench(
+        &manifest,
+        &data,
+        &["--languages", "--ops", "50", "--w5-steps", "5"],
+    );
     let rows = report["languages"].as_array().unwrap();
     let languages: Vec<&str> = rows
         .iter()
@@ -115,19 +126,20 @@ async fn the_durability_modes_bound_w2_by_the_cpu_of_its_calls_and_syncs() {
         format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
     )
     .unwrap();
-    let out = Command::new(BURROW)
-        .arg("--manifest")
-        .arg(&manifest)
-        .args(["bench", "--modes", "--no-http", "--ops", "50"])
-        .args(["--w2-calls", "5", "--hot-calls", "128"])
-        .arg("--data-dir")
-        .arg(dir.path().join("bench"))
-        .env("BURROW_LOG", "warn")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, _) = bench(
+        &manifest,
+        &dir.path().join("bench"),
+        &[
+            "--modes",
+            "--no-http",
+            "--ops",
+            "50",
+            "--w2-calls",
+            "5",
+            "--hot-calls",
+            "128",
+        ],
+    );
     let in_process = &report["modes"]["in_process"];
     for mode in ["normal", "full"] {
         assert_eq!(in_process[mode]["w2"]["ops"], 64 * 5, "{in_process}");
