@@ -49,7 +49,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 use crate::SendOptions;
@@ -65,6 +64,8 @@ use crate::runtime::Deployed;
 
 mod auth;
 mod connect;
+mod own_wakes;
+mod plain;
 mod tls;
 mod ui;
 mod views;
@@ -289,15 +290,7 @@ pub async fn serve_with(
     let router = router_with(host.clone(), serving.clone());
     match serving.tls {
         Some(pair) => tls::serve(listener, router, pair, shutdown).await?,
-        None => {
-            // Small answers go out at once instead of waiting for an ACK.
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown)
-                .await?
-        }
+        None => plain::serve(listener, router, shutdown).await,
     }
     host.shutdown().await;
     Ok(())

@@ -360,3 +360,35 @@ async fn a_workflow_over_http() {
     );
     server.stop().await;
 }
+
+/// Stopping the server answers the request it is running and closes the
+/// idle keep-alive connections: neither holds the stop.
+#[tokio::test(flavor = "multi_thread")]
+async fn stopping_the_server_answers_the_request_in_flight_and_closes_idle_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spinner = probe();
+    spinner.options.call_timeout = std::time::Duration::from_millis(1500);
+    let server = Server::start(start(dir.path(), &[spinner, counter()]).await).await;
+    // A connection that answered and stays open, idle.
+    let idle = reqwest::Client::new();
+    let url = format!("{}/actors/counter/c/actions/increment", server.url);
+    for expected in ["1", "2"] {
+        let answer = idle.post(&url).body("[1]").send().await.unwrap();
+        assert_eq!(answer.text().await.unwrap(), expected);
+    }
+    let spinning = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("{}/actors/probe/p/actions/spin", server.url))
+            .body("[]")
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let stopped = tokio::time::timeout(std::time::Duration::from_secs(20), server.stop()).await;
+    assert!(stopped.is_ok(), "the server did not stop within 20 s");
+    let answer = spinning.await.unwrap().unwrap();
+    assert_eq!(answer.status().as_u16(), 503);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "timeout", "{body}");
+    // The idle connection was closed: a new request finds no server.
+    assert!(idle.post(&url).body("[1]").send().await.is_err());
+}

@@ -1,0 +1,62 @@
+//! Serving the API over plain TCP: what `axum::serve` does (a task for
+//! each connection, HTTP/1.1 with upgrades for WebSockets, a graceful
+//! shutdown that waits for the open connections), with each connection's
+//! task polled through [`RepollOwnWakes`] (see `own_wakes.rs` for why).
+
+use std::future::Future;
+
+use axum::Router;
+use axum::serve::{Listener, ListenerExt};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::watch;
+
+use super::own_wakes::RepollOwnWakes;
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets the
+/// open connections finish what they are answering and waits for them.
+pub(super) async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+) {
+    // Small answers go out at once instead of waiting for an ACK.
+    let mut listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    // Dropped when the shutdown begins: every connection then closes
+    // once it has answered.
+    let (stop, stopped) = watch::channel(());
+    // Each connection holds a receiver; the last one dropped ends the wait.
+    let (open, open_connections) = watch::channel(());
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let mut stopped = stopped.clone();
+        let open_connection = open_connections.clone();
+        tokio::spawn(RepollOwnWakes::new(async move {
+            let builder = Builder::new(TokioExecutor::new());
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+            tokio::pin!(connection);
+            let served = tokio::select! {
+                served = connection.as_mut() => served,
+                _ = stopped.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "a connection ended with an error");
+            }
+            drop(open_connection);
+        }));
+    }
+    drop(stop);
+    drop(open_connections);
+    open.closed().await;
+}
