@@ -361,10 +361,10 @@ async fn a_workflow_over_http() {
     server.stop().await;
 }
 
-/// Stopping the server answers the request it is running and closes the
-/// idle keep-alive connections: neither holds the stop.
+/// Stopping the server answers the request it is running, refuses new
+/// connections meanwhile, and closes the idle keep-alive connections.
 #[tokio::test(flavor = "multi_thread")]
-async fn stopping_the_server_answers_the_request_in_flight_and_closes_idle_connections() {
+async fn stopping_the_server_answers_the_request_in_flight_refuses_new_ones_and_closes_idle_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut spinner = probe();
     spinner.options.call_timeout = std::time::Duration::from_millis(1500);
@@ -383,7 +383,30 @@ async fn stopping_the_server_answers_the_request_in_flight_and_closes_idle_conne
             .send(),
     );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let stopped = tokio::time::timeout(std::time::Duration::from_secs(20), server.stop()).await;
+    let url_of_server = server.url.clone();
+    let stopping = tokio::spawn(tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        server.stop(),
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // While the stop waits for the spinning call, a new connection is
+    // refused at once rather than left waiting.
+    let refused = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        reqwest::Client::new()
+            .get(format!("{url_of_server}/healthz"))
+            .send(),
+    )
+    .await;
+    assert!(
+        matches!(refused, Ok(Err(_))),
+        "a new connection was not refused at once: {refused:?}"
+    );
+    assert!(
+        !stopping.is_finished(),
+        "the stop did not wait for the call"
+    );
+    let stopped = stopping.await.unwrap();
     assert!(stopped.is_ok(), "the server did not stop within 20 s");
     let answer = spinning.await.unwrap().unwrap();
     assert_eq!(answer.status().as_u16(), 503);

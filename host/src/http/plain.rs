@@ -14,8 +14,9 @@ use tokio::sync::watch;
 
 use super::own_wakes::RepollOwnWakes;
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets the
-/// open connections finish what they are answering and waits for them.
+/// Serves `router` on `listener` until `shutdown` resolves, then closes
+/// the listener, lets the open connections finish what they are
+/// answering and waits for them.
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -56,6 +57,8 @@ pub(super) async fn serve(
             drop(open_connection);
         }));
     }
+    // New connections are refused from now on, not left waiting.
+    drop(listener);
     drop(stop);
     drop(open_connections);
     open.closed().await;
