@@ -16,21 +16,28 @@
 //! comes while the future is being polled (from its own code, or from
 //! another thread meanwhile) is kept, and the future is polled again
 //! before the task returns; a wake at any other time goes to the task's
-//! waker as before. The future is polled at most [`MAX_POLLS`] times in a
-//! row; past that, the wake goes to the task's waker, so a future that
-//! yields on purpose (hyper after a run of pipelined requests, tokio's
-//! budget) still yields.
+//! waker as before. The future is polled again only while the task's
+//! poll is younger than [`REPOLL_WITHIN`], and at most [`MAX_POLLS`] times
+//! in a row; past either, the wake goes to the task's waker, so a future
+//! that yields on purpose still yields: a guest computing in an action
+//! call (wasmtime yields at every epoch tick, 10 ms apart), hyper after a
+//! run of pipelined requests, tokio's budget.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 use futures_util::task::AtomicWaker;
 
 /// Polls of the future in one poll of the task, at most.
 pub(super) const MAX_POLLS: usize = 4;
+
+/// How long after the task's poll began the future may still be polled
+/// again: hyper's hand-over of a body takes microseconds.
+pub(super) const REPOLL_WITHIN: Duration = Duration::from_micros(500);
 
 /// The future is being polled.
 const POLLING: u8 = 1;
@@ -84,6 +91,7 @@ impl<F: Future> Future for RepollOwnWakes<F> {
         let this = self.get_mut();
         this.shared.task.register(cx.waker());
         let mut own = Context::from_waker(&this.waker);
+        let begun = Instant::now();
         for _ in 0..MAX_POLLS {
             this.shared.state.store(POLLING, Ordering::Release);
             let polled = this.future.as_mut().poll(&mut own);
@@ -91,8 +99,11 @@ impl<F: Future> Future for RepollOwnWakes<F> {
             if polled.is_ready() || state & WOKEN == 0 {
                 return polled;
             }
+            if begun.elapsed() >= REPOLL_WITHIN {
+                break;
+            }
         }
-        // Still waking itself: let the task yield.
+        // Still waking itself, or long at work: let the task yield.
         cx.waker().wake_by_ref();
         Poll::Pending
     }
@@ -157,6 +168,33 @@ mod tests {
     }
 
     #[test]
+    fn a_future_that_worked_long_before_waking_itself_yields_to_the_task() {
+        let (count, waker) = task();
+        let mut polls = 0;
+        // Works past the bound, then wakes itself, as a guest does at an
+        // epoch tick.
+        let inner = std::future::poll_fn(move |cx| {
+            polls += 1;
+            if polls == 1 {
+                std::thread::sleep(REPOLL_WITHIN * 2);
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(polls)
+        });
+        let mut future = std::pin::pin!(RepollOwnWakes::new(inner));
+        let first = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(first, Poll::Pending);
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "the task was woken to yield"
+        );
+        let second = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(second, Poll::Ready(2));
+    }
+
+    #[test]
     fn a_wake_between_polls_wakes_the_task() {
         let (count, waker) = task();
         let (send, receive) = tokio::sync::oneshot::channel::<u8>();
@@ -201,7 +239,14 @@ mod tests {
         let mut future = std::pin::pin!(RepollOwnWakes::new(inner));
         let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
         thread.join().unwrap();
-        assert_eq!(polled, Poll::Ready(2));
-        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        // Polled again at once, or (when the thread took longer than
+        // `REPOLL_WITHIN` to run) the task woken to poll it.
+        match polled {
+            Poll::Ready(polls) => {
+                assert_eq!(polls, 2);
+                assert_eq!(count.0.load(Ordering::SeqCst), 0);
+            }
+            Poll::Pending => assert_eq!(count.0.load(Ordering::SeqCst), 1),
+        }
     }
 }
