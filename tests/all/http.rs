@@ -367,7 +367,8 @@ async fn a_workflow_over_http() {
 async fn stopping_the_server_answers_the_request_in_flight_refuses_new_ones_and_closes_idle_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut spinner = probe();
-    spinner.options.call_timeout = std::time::Duration::from_millis(1500);
+    // Long enough for the checks below to run while the call spins.
+    spinner.options.call_timeout = std::time::Duration::from_secs(3);
     let server = Server::start(start(dir.path(), &[spinner, counter()]).await).await;
     // A connection that answered and stays open, idle.
     let idle = reqwest::Client::new();
