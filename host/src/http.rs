@@ -62,10 +62,10 @@ use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
 use crate::runtime::Deployed;
 
+mod accept;
 mod auth;
 mod connect;
 mod own_wakes;
-mod plain;
 mod tls;
 mod ui;
 mod views;
@@ -289,8 +289,11 @@ pub async fn serve_with(
     };
     let router = router_with(host.clone(), serving.clone());
     match serving.tls {
-        Some(pair) => tls::serve(listener, router, pair, shutdown).await?,
-        None => plain::serve(listener, router, shutdown).await,
+        Some(pair) => tls::serve(listener, router, pair, shutdown).await,
+        None => {
+            let plain = axum_server::accept::DefaultAcceptor::new();
+            accept::serve(listener, router, plain, shutdown).await
+        }
     }
     host.shutdown().await;
     Ok(())

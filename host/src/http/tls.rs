@@ -1,6 +1,6 @@
-//! HTTPS: the API served over TLS (rustls, through axum-server) with a
-//! certificate and private key read from PEM files, and read again when
-//! the files change.
+//! HTTPS: the API served over TLS (rustls, with axum-server's handshake,
+//! through the accept loop of `accept.rs`) with a certificate and private
+//! key read from PEM files, and read again when the files change.
 //!
 //! Every [`RELOAD_POLL`] the files are read and compared with what was
 //! last read; a changed pair that is good serves every connection accepted
@@ -11,14 +11,12 @@
 //! the next one takes the pair.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use axum::Router;
-use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
@@ -176,29 +174,16 @@ fn server_config(cert: &Path, key: &Path, files: &Files) -> Result<Arc<ServerCon
 }
 
 /// Serves `router` over TLS on `listener` until `shutdown` resolves, then
-/// waits for the open connections to finish (as `axum::serve` does).
+/// waits for the open connections to finish (see `accept.rs`), with the
+/// pair in use read again as it changes.
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     tls: Tls,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let handle = axum_server::Handle::<SocketAddr>::new();
-    // Small answers go out at once instead of waiting for an ACK.
-    let acceptor = RustlsAcceptor::new(tls.config.clone()).acceptor(NoDelayAcceptor::new());
-    let server = axum_server::Server::<SocketAddr>::from_listener(listener)
-        .acceptor(acceptor)
-        .handle(handle.clone())
-        .serve(router.into_make_service());
+) {
+    let handshake = RustlsAcceptor::new(tls.config.clone());
     let watcher = tokio::spawn(tls.watch());
-    tokio::pin!(server);
-    let served = tokio::select! {
-        served = &mut server => served,
-        () = shutdown => {
-            handle.graceful_shutdown(None);
-            server.await
-        }
-    };
+    super::accept::serve(listener, router, handshake, shutdown).await;
     watcher.abort();
-    served
 }
