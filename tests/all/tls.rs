@@ -285,3 +285,26 @@ fn a_bad_pair_is_a_clear_error_naming_the_file() {
 
     assert!(Tls::load(&cert, &key).is_ok());
 }
+
+/// A client that opens a connection and never starts its TLS handshake
+/// does not hold the server's stop.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_without_a_handshake_does_not_hold_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("a");
+    let (cert, key, _) = pki.write(dir.path());
+    let server = serve_tls(&dir.path().join("data"), &[counter()], &cert, &key).await;
+    let address = server.url.trim_start_matches("https://").to_owned();
+    let silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let value: i64 = pki
+        .client(&server.url)
+        .actor("counter", "c")
+        .call("increment", &(1,))
+        .await
+        .unwrap();
+    assert_eq!(value, 1);
+    // The handshake would time out after 10 s.
+    let stopped = tokio::time::timeout(Duration::from_secs(5), server.stop()).await;
+    assert!(stopped.is_ok(), "the stop waited for the silent connection");
+    drop(silent);
+}

@@ -52,12 +52,17 @@ pub(super) async fn serve<H>(
         let mut stopped = stopped.clone();
         let open_connection = open_connections.clone();
         tokio::spawn(RepollOwnWakes::new(async move {
-            let io = match handshake.accept(tcp, ()).await {
-                Ok((io, _)) => io,
-                Err(e) => {
-                    tracing::debug!(error = %e, "a connection failed its handshake");
-                    return;
-                }
+            // A client that never finishes its handshake does not hold
+            // the shutdown (until the handshake's own timeout).
+            let io = tokio::select! {
+                shaken = handshake.accept(tcp, ()) => match shaken {
+                    Ok((io, _)) => io,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a connection failed its handshake");
+                        return;
+                    }
+                },
+                _ = stopped.changed() => return,
             };
             let builder = Builder::new(TokioExecutor::new());
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
