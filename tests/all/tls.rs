@@ -91,6 +91,15 @@ async fn serve_tls(
     Server::start_with(start(data, actors).await, serving).await
 }
 
+/// `increment(1)` on counter `c` of `server`, by a client trusting `pki`.
+async fn increment(pki: &Pki, server: &Server) -> i64 {
+    pki.client(&server.url)
+        .actor("counter", "c")
+        .call("increment", &(1,))
+        .await
+        .unwrap()
+}
+
 /// The error of a client that could not make its TLS connection: no
 /// answer, and a message that says it is the certificate.
 fn assert_untrusted(e: &ClientError) {
@@ -195,13 +204,7 @@ async fn a_replaced_pair_serves_new_connections_without_a_restart() {
     let old = Pki::new("old");
     let (cert, key, _) = old.write(dir.path());
     let server = serve_tls(&dir.path().join("data"), &[counter()], &cert, &key).await;
-    let value: i64 = old
-        .client(&server.url)
-        .actor("counter", "c")
-        .call("increment", &(1,))
-        .await
-        .unwrap();
-    assert_eq!(value, 1);
+    assert_eq!(increment(&old, &server).await, 1);
 
     // A pair of another CA written over the files is taken within a poll
     // or two: a client that trusts only the new CA gets in.
@@ -296,13 +299,7 @@ async fn a_connection_without_a_handshake_does_not_hold_the_stop() {
     let server = serve_tls(&dir.path().join("data"), &[counter()], &cert, &key).await;
     let address = server.url.trim_start_matches("https://").to_owned();
     let silent = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let value: i64 = pki
-        .client(&server.url)
-        .actor("counter", "c")
-        .call("increment", &(1,))
-        .await
-        .unwrap();
-    assert_eq!(value, 1);
+    assert_eq!(increment(&pki, &server).await, 1);
     // The handshake would time out after 10 s.
     let stopped = tokio::time::timeout(Duration::from_secs(5), server.stop()).await;
     assert!(stopped.is_ok(), "the stop waited for the silent connection");

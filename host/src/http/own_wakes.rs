@@ -143,6 +143,21 @@ mod tests {
         })
     }
 
+    /// Polls `inner`, wrapped, twice: the first poll must be pending and
+    /// wake the task once, to yield. Returns the second.
+    fn yields_once<F: Future>(inner: F) -> Poll<F::Output> {
+        let (count, waker) = task();
+        let mut future = std::pin::pin!(RepollOwnWakes::new(inner));
+        let first = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert!(first.is_pending());
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "the task was woken to yield"
+        );
+        future.as_mut().poll(&mut Context::from_waker(&waker))
+    }
+
     #[test]
     fn a_wake_during_its_own_poll_polls_again_without_waking_the_task() {
         let (count, waker) = task();
@@ -154,22 +169,12 @@ mod tests {
 
     #[test]
     fn a_future_that_keeps_waking_itself_still_yields_to_the_task() {
-        let (count, waker) = task();
-        let mut future = std::pin::pin!(RepollOwnWakes::new(waking_itself(MAX_POLLS + 1)));
-        let first = future.as_mut().poll(&mut Context::from_waker(&waker));
-        assert_eq!(first, Poll::Pending);
-        assert_eq!(
-            count.0.load(Ordering::SeqCst),
-            1,
-            "the task was woken to yield"
-        );
-        let second = future.as_mut().poll(&mut Context::from_waker(&waker));
+        let second = yields_once(waking_itself(MAX_POLLS + 1));
         assert_eq!(second, Poll::Ready(MAX_POLLS + 2));
     }
 
     #[test]
     fn a_future_that_worked_long_before_waking_itself_yields_to_the_task() {
-        let (count, waker) = task();
         let mut polls = 0;
         // Works past the bound, then wakes itself, as a guest does at an
         // epoch tick.
@@ -182,16 +187,7 @@ mod tests {
             }
             Poll::Ready(polls)
         });
-        let mut future = std::pin::pin!(RepollOwnWakes::new(inner));
-        let first = future.as_mut().poll(&mut Context::from_waker(&waker));
-        assert_eq!(first, Poll::Pending);
-        assert_eq!(
-            count.0.load(Ordering::SeqCst),
-            1,
-            "the task was woken to yield"
-        );
-        let second = future.as_mut().poll(&mut Context::from_waker(&waker));
-        assert_eq!(second, Poll::Ready(2));
+        assert_eq!(yields_once(inner), Poll::Ready(2));
     }
 
     #[test]
