@@ -33,11 +33,11 @@ use std::time::{Duration, Instant};
 use futures_util::task::AtomicWaker;
 
 /// Polls of the future in one poll of the task, at most.
-pub(super) const MAX_POLLS: usize = 4;
+const MAX_POLLS: usize = 4;
 
 /// How long after the task's poll began the future may still be polled
 /// again: hyper's hand-over of a body takes microseconds.
-pub(super) const REPOLL_WITHIN: Duration = Duration::from_micros(500);
+const REPOLL_WITHIN: Duration = Duration::from_micros(500);
 
 /// The future is being polled.
 const POLLING: u8 = 1;
