@@ -88,7 +88,7 @@ pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
 pub use error::{Divergence, Error};
 pub use host::Host;
-pub use host::{SendOptions, SendOutcome};
+pub use host::{LogSyncs, SendOptions, SendOutcome};
 pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
 pub use queue::EventOutcome;
 pub use runtime::Deployed;

@@ -136,13 +136,17 @@ impl DurationHistogram {
     }
 
     /// Observations so far.
-    #[cfg(test)]
-    fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.0
             .buckets
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// The durations observed so far, added up.
+    pub(crate) fn sum(&self) -> Duration {
+        Duration::from_nanos(self.0.sum_nanos.load(Ordering::Relaxed))
     }
 }
 
@@ -300,6 +304,7 @@ pub(crate) struct Metrics {
     /// Handles of no family, for an actor the host does not define.
     detached: Arc<ActorMetrics>,
     commits: Arc<AtomicU64>,
+    log_syncs: DurationHistogram,
 }
 
 impl Metrics {
@@ -314,6 +319,12 @@ impl Metrics {
             SharedCounter(commits.clone()),
         );
         families.register(&mut registry);
+        let log_syncs = DurationHistogram::default();
+        registry.register(
+            "burrow_log_sync_seconds",
+            "Syncs of instances' write-ahead logs in synchronous = full (one a commit), and how long each waited for the disk",
+            log_syncs.clone(),
+        );
         let actors = actors
             .into_iter()
             .map(|name| {
@@ -328,6 +339,7 @@ impl Metrics {
             actors,
             detached: Arc::new(ActorMetrics::new(&Families::default(), "")),
             commits,
+            log_syncs,
         }
     }
 
@@ -345,6 +357,11 @@ impl Metrics {
     /// The counter of commits, which the commit stage adds to.
     pub(crate) fn commits(&self) -> Arc<AtomicU64> {
         self.commits.clone()
+    }
+
+    /// The histogram of log syncs, which the commit stage adds to.
+    pub(crate) fn log_syncs(&self) -> DurationHistogram {
+        self.log_syncs.clone()
     }
 
     /// The metrics as Prometheus text (format 0.0.4).
@@ -794,7 +811,12 @@ mod tests {
                 rest = rest.strip_prefix(',').unwrap_or(rest);
             }
             if name.ends_with("_bucket") {
-                let series = labels.split(",le=").next().unwrap().to_owned();
+                // The other labels: before `le`, which comes last.
+                let series = match labels.rsplit_once("le=") {
+                    Some((others, _)) => others.strip_suffix(',').unwrap_or(others),
+                    None => labels,
+                };
+                let series = series.to_owned();
                 buckets.push((series, le.expect("a bucket has le"), value));
             }
             if name.ends_with("_count") && kind == "histogram" {
@@ -837,10 +859,14 @@ mod tests {
         a.set_asleep(7);
         a.set_connections(1);
         metrics.commits().fetch_add(3, Ordering::Relaxed);
+        metrics.log_syncs().observe(Duration::from_micros(120));
         let text = metrics.encode();
         check_exposition(&text);
         for expected in [
             "burrow_commits_total 3\n",
+            "burrow_log_sync_seconds_count 1\n",
+            "burrow_log_sync_seconds_bucket{le=\"0.00025\"} 1\n",
+            "burrow_log_sync_seconds_bucket{le=\"0.0001\"} 0\n",
             "burrow_calls_total{actor=\"counter\",outcome=\"action-failed\"} 1\n",
             "burrow_calls_total{actor=\"counter\",outcome=\"unknown-action\"} 1\n",
             "burrow_call_duration_seconds_count{actor=\"counter\"} 9\n",

@@ -351,6 +351,45 @@ async fn evictions_and_sleeping_instances_are_counted() {
     server.stop().await;
 }
 
+/// In `synchronous = full`, every commit's log sync is counted with the
+/// time it waited for the disk, in the scrape and in `Host::log_syncs`;
+/// in `normal` mode there is none.
+#[tokio::test(flavor = "multi_thread")]
+async fn log_syncs_are_counted_in_full_mode_only() {
+    for (synchronous, syncing) in [
+        (burrow::Synchronous::Normal, false),
+        (burrow::Synchronous::Full, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path());
+        config.synchronous = synchronous;
+        let host = Host::start(config, &[counter()]).await.unwrap();
+        let server = Server::start(host.clone()).await;
+        for _ in 0..3 {
+            call(&host, "counter", "a", "increment", "[1]").await;
+        }
+        let m = scrape(&server.url).await;
+        let syncs = host.log_syncs();
+        assert_eq!(
+            get(&m, "burrow_log_sync_seconds_count", &[]),
+            syncs.syncs as f64
+        );
+        let waited = get(&m, "burrow_log_sync_seconds_sum", &[]);
+        assert!(
+            (waited - syncs.waited.as_secs_f64()).abs() < 1e-6,
+            "{waited} {syncs:?}"
+        );
+        if syncing {
+            // The creation's commit and one a call, at least.
+            assert!(syncs.syncs >= 3, "{syncs:?}");
+            assert!(syncs.waited > Duration::ZERO, "{syncs:?}");
+        } else {
+            assert_eq!(syncs, burrow::LogSyncs::default());
+        }
+        server.stop().await;
+    }
+}
+
 /// Bad input to the metrics (actors the host does not define, codes a
 /// peer made up) makes no series, and the host keeps answering.
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@
 mod connect;
 mod destroy;
 mod guest_link;
+mod log_syncs;
 mod queue;
 mod route;
 mod signature;
@@ -35,6 +36,7 @@ use crate::manifest::ActorSpec;
 use crate::runtime::{ConflictRetry, Core, Deployed, load_definitions};
 use crate::storage::{open_dir_creating, validate_actor_name};
 use guest_link::GuestLink;
+pub use log_syncs::LogSyncs;
 pub use queue::{SendOptions, SendOutcome};
 use route::Forwarder;
 pub use route::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Unreached};
@@ -99,6 +101,17 @@ impl Host {
     /// coalesced into one batch count once.
     pub fn commits(&self) -> u64 {
         self.core.commit_stage.commits()
+    }
+
+    /// The syncs of instances' write-ahead logs since the host started
+    /// (one a commit in `synchronous = full`), and how long they waited
+    /// for the disk.
+    pub fn log_syncs(&self) -> LogSyncs {
+        let syncs = self.core.commit_stage.log_syncs();
+        LogSyncs {
+            syncs: syncs.count(),
+            waited: syncs.sum(),
+        }
     }
 
     /// The host's metrics in the Prometheus text format (version 0.0.4,

@@ -27,10 +27,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
 
 use crate::address::Address;
 use crate::connections::{Hub, PendingEvent};
 use crate::error::Error;
+use crate::metrics::{DurationHistogram, Metrics};
 use crate::storage::cluster::ClusterError;
 use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
@@ -119,6 +121,8 @@ pub(crate) struct CommitStage {
     hub: Option<Arc<Hub>>,
     /// Transactions committed through this stage and its clones.
     commits: Arc<AtomicU64>,
+    /// The syncs of logs in `synchronous = full`, and how long each took.
+    log_syncs: DurationHistogram,
     /// Instances running an operation right now.
     operations: Arc<AtomicUsize>,
 }
@@ -133,12 +137,14 @@ impl Drop for Operation {
 }
 
 impl CommitStage {
-    /// The stage of a host: `commits` is the counter its metrics show.
-    pub(crate) fn new(index: Arc<Index>, hub: Arc<Hub>, commits: Arc<AtomicU64>) -> CommitStage {
+    /// The stage of a host, counting its commits and log syncs in
+    /// `metrics`.
+    pub(crate) fn new(index: Arc<Index>, hub: Arc<Hub>, metrics: &Metrics) -> CommitStage {
         CommitStage {
             index: Some(index),
             hub: Some(hub),
-            commits,
+            commits: metrics.commits(),
+            log_syncs: metrics.log_syncs(),
             operations: Arc::default(),
         }
     }
@@ -154,6 +160,11 @@ impl CommitStage {
     /// of coalesced calls is one).
     pub(crate) fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// The syncs of logs made through this stage and its clones.
+    pub(crate) fn log_syncs(&self) -> &DurationHistogram {
+        &self.log_syncs
     }
 
     /// Commits the open transaction of `db`, the database of `address`,
@@ -230,7 +241,7 @@ impl CommitStage {
         let commit_and_sync = || -> Result<(), CommitError> {
             db.commit()?;
             if let Some(log) = sync_now {
-                log.sync().map_err(CommitError::LogNotSynced)?;
+                sync_timed(log, &self.log_syncs).map_err(CommitError::LogNotSynced)?;
             }
             Ok(())
         };
@@ -283,7 +294,12 @@ impl CommitStage {
         match later {
             Some(log) => {
                 let publish = hub.map(|hub| (hub.clone(), address.clone(), events));
-                Ok((committed, Some(Unsynced { log, publish })))
+                let unsynced = Unsynced {
+                    log,
+                    log_syncs: self.log_syncs.clone(),
+                    publish,
+                };
+                Ok((committed, Some(unsynced)))
             }
             None => {
                 if let Some(hub) = hub {
@@ -293,6 +309,14 @@ impl CommitStage {
             }
         }
     }
+}
+
+/// Syncs `log`, recording in `syncs` how long it waited for the disk.
+fn sync_timed(log: &LogFile, syncs: &DurationHistogram) -> std::io::Result<()> {
+    let started = Instant::now();
+    let synced = log.sync();
+    syncs.observe(started.elapsed());
+    synced
 }
 
 /// When a commit in `synchronous = full` syncs the log.
@@ -310,6 +334,8 @@ enum SyncWhen {
 #[must_use = "a commit is durable only once its log is synced"]
 pub(crate) struct Unsynced {
     log: LogFile,
+    /// Where the sync's time is recorded.
+    log_syncs: DurationHistogram,
     /// The events the transaction broadcast, published after the sync.
     publish: Option<(Arc<Hub>, Address, Vec<PendingEvent>)>,
 }
@@ -323,7 +349,7 @@ impl Unsynced {
     pub(crate) fn start(self) -> Durable {
         let (done, durable) = tokio::sync::watch::channel(None);
         let sync = move || {
-            let result = self.log.sync().map_err(|e| e.to_string());
+            let result = sync_timed(&self.log, &self.log_syncs).map_err(|e| e.to_string());
             if result.is_ok()
                 && let Some((hub, address, events)) = self.publish
             {
@@ -416,12 +442,15 @@ mod tests {
         write(&db, 2);
         stage.commit(&address, &db, Effects::default()).unwrap();
         assert_eq!((log.syncs(), count(&db)), (2, 2));
+        assert_eq!(stage.log_syncs().count(), 2, "each sync is in the metrics");
+        assert!(stage.log_syncs().sum() > std::time::Duration::ZERO);
 
         let normal = opened(&dir, Synchronous::Normal);
         assert!(normal.wal.log().is_none());
         write(&normal, 1);
         stage.commit(&address, &normal, Effects::default()).unwrap();
         assert_eq!(count(&normal), 1);
+        assert_eq!(stage.log_syncs().count(), 2, "normal mode syncs nothing");
     }
 
     /// Beside other instances' operations, a commit that may sync later
@@ -453,6 +482,11 @@ mod tests {
         durable.wait().await.unwrap();
         assert!(durable.has_ended());
         assert_eq!((log.syncs(), count(&db)), (2, 2));
+        assert_eq!(
+            stage.log_syncs().count(),
+            2,
+            "a sync started later counts too"
+        );
 
         let normal = opened(&dir, Synchronous::Normal);
         write(&normal, 1);

@@ -122,7 +122,7 @@ impl Core {
             });
         }
         let metrics = Arc::new(Metrics::new(definitions.keys().map(String::as_str)));
-        let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), metrics.commits());
+        let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), &metrics);
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
