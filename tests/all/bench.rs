@@ -118,7 +118,7 @@ async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_durability_modes_bound_w2_by_the_cpu_of_its_calls_and_syncs() {
+async fn the_durability_modes_bound_w1_by_its_own_syncs_and_w2_by_the_cpu_of_its_calls_and_syncs() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let manifest = dir.path().join("burrow.toml");
     std::fs::write(
@@ -161,7 +161,23 @@ async fn the_durability_modes_bound_w2_by_the_cpu_of_its_calls_and_syncs() {
         (bound - expected).abs() <= expected * 0.01 + 1.0,
         "{bound} against {expected}: {in_process}"
     );
+    // W1's own syncs: one a call in `full` mode (50 of them), none in
+    // `normal`; their mean bounds W1.
+    assert!(
+        in_process["normal"]["w1_log_sync_mean_us"].is_null(),
+        "{in_process}"
+    );
+    let own_sync = in_process["full"]["w1_log_sync_mean_us"].as_f64().unwrap();
+    let own_bound = in_process["full_mode_limits"]["w1_own_syncs_bound_ops_per_sec"]
+        .as_f64()
+        .unwrap();
+    assert!(own_sync > 0.0, "{in_process}");
+    assert!(
+        (own_bound - 1e6 / own_sync).abs() <= own_bound * 0.01 + 1.0,
+        "{own_bound} against {own_sync} µs: {in_process}"
+    );
     let table = report["modes"]["table"].as_str().unwrap();
+    assert!(table.contains("at W1's own syncs ("), "{table}");
     assert!(
         table.contains("with the CPU of the calls and syncs"),
         "{table}"

@@ -14,7 +14,10 @@
 //! `wrk` (see [`wrk`](super::wrk)), a lighter client that runs each
 //! workload for a fixed time. Every instance gets one call before the
 //! timing starts, so creations are not counted; the hot instance's count
-//! is checked at the end.
+//! is checked at the end. Around W1 the host's log syncs are read
+//! (`Host::log_syncs`, or `burrow_log_sync_seconds` from the server's
+//! `GET /metrics`): in `full` mode, the mean time of W1's own syncs is
+//! the disk's latency while W1 ran, beside the one measured before it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,7 +34,7 @@ use super::table::{self, DiskLine, Figures, Row};
 use super::wrk::{self, WrkReport};
 use crate::client::Client;
 use crate::config::{HostConfig, Synchronous};
-use crate::host::Host;
+use crate::host::{Host, LogSyncs};
 use crate::manifest::ActorSpec;
 
 /// Callers at once in W2 and on the hot instance (and connections for
@@ -77,6 +80,32 @@ impl Counter {
             Counter::Http { client, key } => client.call("counter", key, "get", "[]").await?,
         };
         Ok(text.trim().parse()?)
+    }
+}
+
+/// Where the bench reads a host's log syncs.
+#[derive(Clone)]
+enum Syncs {
+    InProcess(Host),
+    /// `GET /metrics` of the server at this URL.
+    Server(String),
+}
+
+impl Syncs {
+    async fn read(&self) -> Result<LogSyncs> {
+        match self {
+            Syncs::InProcess(host) => Ok(host.log_syncs()),
+            Syncs::Server(url) => {
+                let http = crate::client::Trust::system().http_client().build()?;
+                let answer = http.get(format!("{url}/metrics")).send().await?;
+                if !answer.status().is_success() {
+                    bail!("GET /metrics answered {}", answer.status());
+                }
+                let text = answer.text().await?;
+                LogSyncs::from_metrics(&text)
+                    .ok_or_else(|| anyhow::anyhow!("GET /metrics has no burrow_log_sync_seconds"))
+            }
+        }
     }
 }
 
@@ -228,6 +257,8 @@ pub(super) struct Workloads {
     /// The machine's CPU time (all cores, the client's too) per call of
     /// W2.
     w2_cpu_per_call: Option<Duration>,
+    /// The mean time of the log syncs made during W1 (`full` mode only).
+    w1_sync: Option<Duration>,
 }
 
 impl Workloads {
@@ -236,16 +267,23 @@ impl Workloads {
             "w1": self.w1.to_json(),
             "w2": self.w2.to_json(),
             "w2_machine_cpu_per_call_us": self.w2_cpu_per_call.map(super::micros),
+            "w1_log_sync_mean_us": self.w1_sync.map(super::micros),
             "hot_instance": self.hot.to_json(),
         })
     }
 }
 
 /// W1, W2 and the hot instance on the counters `counter` makes from keys.
-async fn workloads(counter: impl Fn(&str) -> Counter, sizes: Sizes) -> Result<Workloads> {
+async fn workloads(
+    counter: impl Fn(&str) -> Counter,
+    syncs: &Syncs,
+    sizes: Sizes,
+) -> Result<Workloads> {
     let one = counter("w1");
     one.increment().await?;
+    let before = syncs.read().await?;
     let w1 = concurrent(vec![one], sizes.w1).await?;
+    let w1_sync = syncs.read().await?.mean_since(before);
 
     let spread: Vec<_> = (0..CALLERS).map(|i| counter(&format!("w2-{i}"))).collect();
     for caller in &spread {
@@ -274,6 +312,7 @@ async fn workloads(counter: impl Fn(&str) -> Counter, sizes: Sizes) -> Result<Wo
         w2: Summary::of_increments(w2),
         hot: Summary::of_increments(hot_increments),
         w2_cpu_per_call,
+        w1_sync,
     })
 }
 
@@ -289,7 +328,10 @@ async fn workloads_with_wrk(url: &str, dir: &Path, seconds: u64) -> Result<Workl
     }
     let hot = counter("hot");
     hot.increment().await?;
+    let syncs = Syncs::Server(url.to_owned());
+    let before = syncs.read().await?;
     let w1 = wrk::run(url, &scripts, wrk::Load::Sequential, seconds).await?;
+    let w1_sync = syncs.read().await?.mean_since(before);
     let machine = MachineCpu::now();
     let w2 = wrk::run(url, &scripts, wrk::Load::Spread, seconds).await?;
     let w2_cpu_per_call = machine
@@ -308,6 +350,7 @@ async fn workloads_with_wrk(url: &str, dir: &Path, seconds: u64) -> Result<Workl
         w2: Summary::of_wrk(&w2),
         hot: Summary::of_wrk(&hot_report),
         w2_cpu_per_call,
+        w1_sync,
     })
 }
 
@@ -434,6 +477,7 @@ pub(super) async fn run(
                 host: host.clone(),
                 key: key.to_owned(),
             },
+            &Syncs::InProcess(host.clone()),
             sizes,
         )
         .await;
@@ -456,7 +500,10 @@ pub(super) async fn run(
                 HttpClient::Wrk { seconds } => {
                     workloads_with_wrk(&server.url, &dir.join("wrk"), seconds).await
                 }
-                _ => workloads(http_counter(&server.url), sizes).await,
+                _ => {
+                    let syncs = Syncs::Server(server.url.clone());
+                    workloads(http_counter(&server.url), &syncs, sizes).await
+                }
             };
             let health = match (&figures, mode) {
                 (Ok(_), Synchronous::Normal) => Some(health(&server.url, &dir, client).await),
@@ -506,10 +553,23 @@ pub(super) struct FullModeLimits {
     pub fsync_bound_at_p50: f64,
     /// 1 / (fsync latency + W1's time per call in `normal` mode).
     pub w1_with_call: f64,
+    /// The mean time of W1's own log syncs in `full` mode: the fsync
+    /// latency while W1 ran.
+    pub w1_own_syncs: Option<OwnSyncs>,
     /// The parallel fsync rate: instances committing at once.
     pub parallel: f64,
     /// W2 once each call and each sync take their CPU.
     pub w2_cpu_bound: Option<CpuBound>,
+}
+
+/// W1's bounds at the mean time of its own log syncs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct OwnSyncs {
+    pub sync: Duration,
+    /// 1 / the sync.
+    pub bound: f64,
+    /// 1 / (the sync + W1's time per call in `normal` mode).
+    pub with_call: f64,
 }
 
 /// The rate of W2 in `full` mode that the machine's cores allow when each
@@ -543,12 +603,18 @@ impl FullModeLimits {
         fsync_p50: Duration,
         parallel: f64,
         w1_normal_call: Duration,
+        w1_own_sync: Option<Duration>,
         w2_cpu_bound: Option<CpuBound>,
     ) -> Self {
         FullModeLimits {
             fsync_bound: disk::per_second(fsync),
             fsync_bound_at_p50: disk::per_second(fsync_p50),
             w1_with_call: disk::sequential_limit_with_call(fsync, w1_normal_call),
+            w1_own_syncs: w1_own_sync.map(|sync| OwnSyncs {
+                sync,
+                bound: disk::per_second(sync),
+                with_call: disk::sequential_limit_with_call(sync, w1_normal_call),
+            }),
             parallel,
             w2_cpu_bound,
         }
@@ -559,6 +625,9 @@ impl FullModeLimits {
             "w1_fsync_bound_ops_per_sec": self.fsync_bound.round(),
             "w1_fsync_bound_at_p50_ops_per_sec": self.fsync_bound_at_p50.round(),
             "w1_with_the_call_ops_per_sec": self.w1_with_call.round(),
+            "w1_own_log_sync_mean_us": self.w1_own_syncs.map(|own| super::micros(own.sync)),
+            "w1_own_syncs_bound_ops_per_sec": self.w1_own_syncs.map(|own| own.bound.round()),
+            "w1_own_syncs_with_the_call_ops_per_sec": self.w1_own_syncs.map(|own| own.with_call.round()),
             "w2_parallel_fsyncs_per_sec": self.parallel.round(),
             "w2_cpu_bound_ops_per_sec": self.w2_cpu_bound.map(|b| b.per_sec.round()),
             "hot_instance_one_fsync_per_call_ops_per_sec": self.fsync_bound.round(),
@@ -568,9 +637,18 @@ impl FullModeLimits {
     /// The limit cells of W1, W2 and the hot instance.
     pub(super) fn cells(self) -> [String; 3] {
         let fsync = table::thousands(self.fsync_bound);
+        let own_syncs = match self.w1_own_syncs {
+            Some(own) => format!(
+                "; at W1's own syncs ({} each): {}, {} with the call",
+                table::latency(own.sync),
+                table::thousands(own.bound),
+                table::thousands(own.with_call),
+            ),
+            None => String::new(),
+        };
         [
             format!(
-                "{fsync} (1 / fsync; {} at its p50); {} with the call's own time",
+                "{fsync} (1 / fsync; {} at its p50); {} with the call's own time{own_syncs}",
                 table::thousands(self.fsync_bound_at_p50),
                 table::thousands(self.w1_with_call)
             ),
@@ -607,6 +685,7 @@ fn rows(way: &str, modes: &[Workloads; 2], disk: &DiskLimits) -> (Vec<Row>, Full
         disk.sync.percentile(50.0),
         disk.parallel_syncs_per_sec,
         normal.w1.time_per_call(),
+        full.w1_sync,
         w2_cpu_bound,
     );
     let [w1_limit, w2_limit, hot_limit] = limits.cells();
@@ -709,6 +788,7 @@ mod tests {
             Duration::from_micros(100),
             36_410.0,
             Duration::from_micros(125),
+            Some(Duration::from_micros(160)),
             None,
         );
         assert_eq!(limits.fsync_bound, 8_000.0);
@@ -716,7 +796,12 @@ mod tests {
         let [w1, w2, hot] = limits.cells();
         assert_eq!(
             w1,
-            "8,000 (1 / fsync; 10,000 at its p50); 4,000 with the call's own time"
+            "8,000 (1 / fsync; 10,000 at its p50); 4,000 with the call's own time; at W1's own syncs (160 µs each): 6,250, 3,509 with the call"
+        );
+        assert_eq!(limits.to_json()["w1_own_syncs_bound_ops_per_sec"], 6_250.0);
+        assert_eq!(
+            limits.to_json()["w1_own_syncs_with_the_call_ops_per_sec"],
+            3_509.0
         );
         assert_eq!(w2, "36,410 (16 threads fsyncing their own files)");
         assert_eq!(hot, "8,000 × the calls that share one fsync");
@@ -733,6 +818,7 @@ mod tests {
             Duration::from_micros(100),
             36_410.0,
             Duration::from_micros(125),
+            None,
             Some(bound),
         );
         assert_eq!(
