@@ -218,13 +218,19 @@ impl InstanceDb {
         Ok(())
     }
 
+    /// Begins a deferred transaction. `BEGIN` and `COMMIT` come from the
+    /// statement cache, as every host statement does, so that a call does
+    /// not parse them again; SQLite ignores a transaction's name, which is
+    /// here only to give them the host's prefix (see `host_statement`).
     pub(crate) fn begin(&self) -> rusqlite::Result<()> {
-        self.conn.execute_batch("BEGIN")
+        host_statement(&self.conn, "BEGIN TRANSACTION _burrow_transaction")?.execute([])?;
+        Ok(())
     }
 
     pub(crate) fn commit(&self) -> rusqlite::Result<()> {
         self.refuse_dry_run()?;
-        self.conn.execute_batch("COMMIT")
+        host_statement(&self.conn, "COMMIT TRANSACTION _burrow_transaction")?.execute([])?;
+        Ok(())
     }
 
     /// In a dry run, rolls the open transaction back and fails: nothing
