@@ -171,17 +171,18 @@ impl Cell {
                 action: failure_text(name),
             });
         }
-        // A scheduled action's name is guest text.
-        let during = failure_text(&format!("action {name}"));
+        // A scheduled action's name is guest text: `failed` and
+        // `trap_error` clean it, on the failure path only.
+        let during = ActionDuring(name);
         self.store.data_mut().caller = caller.clone();
         let outcome = self
-            .call(Mode::Action, &during, async |exports, store| {
+            .call(Mode::Action, during, async |exports, store| {
                 exports.guest.call_action(store, name, args).await
             })
             .await;
         self.store.data_mut().caller = Caller::Host;
         let outcome = outcome?;
-        let fail = |code: &str, message: String| self.failed(&during, code, message);
+        let fail = |code: &str, message: String| self.failed(&during.to_string(), code, message);
         match outcome {
             Ok(result) if result.len() > MAX_RESULT_BYTES => Err(fail(
                 "limit-exceeded",
@@ -277,7 +278,7 @@ impl Cell {
     pub(super) async fn call<R>(
         &mut self,
         mode: Mode,
-        during: &str,
+        during: impl std::fmt::Display,
         f: impl AsyncFnOnce(&Exports, &mut Store<InstanceState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         self.store.data_mut().mode = mode;
@@ -287,7 +288,10 @@ impl Cell {
         // The epoch deadline stops guest code; this also stops a guest that
         // waits in a host call (a WASI sleep, say) past its deadline.
         let deadline = self.store.data().deadline.clone();
+        // The call first: a call that ends at its first poll, the common
+        // case, never sets the timer.
         let result = tokio::select! {
+            biased;
             result = f(&self.exports, &mut self.store) => result,
             _ = deadline.overdue(GRACE_AFTER_DEADLINE) => Err(DeadlineExceeded.into()),
         };
@@ -296,8 +300,19 @@ impl Cell {
         self.store.data_mut().mode = Mode::Idle;
         result.map_err(|e| {
             self.broken = true;
-            trap_error(self.name(), during, self.call_timeout, e)
+            trap_error(self.name(), &during.to_string(), self.call_timeout, e)
         })
+    }
+}
+
+/// What a call of action `0` is doing, as errors name it (`action
+/// NAME`), written out only for an error.
+#[derive(Clone, Copy)]
+struct ActionDuring<'a>(&'a str);
+
+impl std::fmt::Display for ActionDuring<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "action {}", self.0)
     }
 }
 
@@ -320,7 +335,7 @@ pub(super) fn trap_error(
         Error::Timeout {
             actor: name.actor.to_string(),
             key: name.key.to_string(),
-            during: during.to_owned(),
+            during: failure_text(during),
             timeout_ms: timeout.as_millis(),
         }
     } else {

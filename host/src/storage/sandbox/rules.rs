@@ -183,10 +183,10 @@ pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
 /// Refuses statements the authorizer is not asked about: `VACUUM` (also
 /// `VACUUM INTO`, which would write a copy of the database elsewhere).
 pub(crate) fn refuse_statement(sql: &str) -> Option<String> {
-    let keyword: String = skip_comments(sql)
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect();
+    let sql = skip_comments(sql);
+    let keyword = &sql[..sql
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(sql.len())];
     keyword
         .eq_ignore_ascii_case("vacuum")
         .then(|| "VACUUM is not allowed: the host maintains the database file".to_string())
@@ -267,13 +267,20 @@ mod tests {
 
     #[test]
     fn vacuum_is_refused_whatever_precedes_it() {
-        for sql in ["VACUUM", "  vacuum into '/tmp/x'", "-- hi\n/* x */ Vacuum"] {
+        for sql in [
+            "VACUUM",
+            "VACUUM;",
+            "  vacuum into '/tmp/x'",
+            "-- hi\n/* x */ Vacuum",
+        ] {
             assert!(refuse_statement(sql).is_some(), "{sql}");
         }
         for sql in [
             "SELECT 'VACUUM'",
             "INSERT INTO vacuums VALUES (1)",
             "-- VACUUM\nSELECT 1",
+            "VACUUMS",
+            "",
         ] {
             assert!(refuse_statement(sql).is_none(), "{sql}");
         }
