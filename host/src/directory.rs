@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use crate::address::Address;
+use crate::address::{Address, ByActor};
 use crate::cell::{Cell, PendingCalls};
 use crate::config::MAX_QUEUED_CALLS_PER_INSTANCE;
 use crate::error::Error;
@@ -83,7 +83,7 @@ impl Drop for QueuePlace<'_> {
 /// without allocating.
 #[derive(Default)]
 pub(crate) struct Directory {
-    slots: Mutex<HashMap<Arc<str>, SlotsByKey>>,
+    slots: Mutex<ByActor<Arc<str>, SlotsByKey>>,
 }
 
 type SlotsByKey = HashMap<Arc<str>, Arc<Slot>>;

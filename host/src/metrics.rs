@@ -26,6 +26,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
+use crate::address::ByActor;
 use crate::error::Error;
 
 /// The `Content-Type` of [`Metrics::encode`]'s text.
@@ -300,7 +301,7 @@ impl Families {
 /// A host's metrics: its registry and each actor's handles.
 pub(crate) struct Metrics {
     registry: Registry,
-    actors: HashMap<String, Arc<ActorMetrics>>,
+    actors: ByActor<String, Arc<ActorMetrics>>,
     /// Handles of no family, for an actor the host does not define.
     detached: Arc<ActorMetrics>,
     commits: Arc<AtomicU64>,

@@ -13,7 +13,6 @@ mod deploy;
 mod reaper;
 mod retry;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
@@ -22,7 +21,7 @@ use anyhow::Result;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-use crate::address::Address;
+use crate::address::{Address, ByActor};
 use crate::capability;
 use crate::config::HostConfig;
 use crate::connections::Hub;
@@ -62,9 +61,9 @@ pub(crate) struct Core {
     /// Instances' databases and the index of marks.
     pub(crate) store: InstanceStore,
     /// The running definition of each actor; a deploy replaces one.
-    actors: RwLock<HashMap<String, Arc<ActorDefinition>>>,
+    actors: RwLock<ByActor<String, Arc<ActorDefinition>>>,
     /// The definition each actor ran before its last deploy.
-    previous: std::sync::Mutex<HashMap<String, Arc<ActorDefinition>>>,
+    previous: std::sync::Mutex<ByActor<String, Arc<ActorDefinition>>>,
     /// One deploy at a time.
     deploying: tokio::sync::Mutex<()>,
     pub(crate) directory: Directory,
@@ -195,7 +194,7 @@ impl Core {
         self.actors().get(actor).cloned()
     }
 
-    fn actors(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<ActorDefinition>>> {
+    fn actors(&self) -> std::sync::RwLockReadGuard<'_, ByActor<String, Arc<ActorDefinition>>> {
         // A panic never happens with the lock held: nothing is lost by
         // taking it poisoned.
         self.actors.read().unwrap_or_else(|e| e.into_inner())
@@ -235,8 +234,8 @@ pub(crate) async fn load_definitions(
     linker: &Linker<InstanceState>,
     cache_dir: &cap_std::fs::Dir,
     actors: &[ActorSpec],
-) -> Result<HashMap<String, Arc<ActorDefinition>>> {
-    let mut definitions = HashMap::new();
+) -> Result<ByActor<String, Arc<ActorDefinition>>> {
+    let mut definitions = ByActor::default();
     for spec in actors {
         validate_actor_name(&spec.name)?;
         let engine = engine.clone();
