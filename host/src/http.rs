@@ -220,7 +220,12 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .route("/actors/{actor}/{key}/queue", get(queue).post(send))
         .route("/actors/{actor}/{key}/workflow", get(workflow))
-        .route("/actors/{actor}/{key}/connect", get(connect::connect))
+        // Only a connection needs the access rules past the guard (its
+        // token may come as its first message).
+        .route(
+            "/actors/{actor}/{key}/connect",
+            get(connect::connect).layer(Extension(serving.access.clone())),
+        )
         .route(
             "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
             post(requeue),
@@ -229,8 +234,14 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
             "/actors/{actor}/{key}/queue/dead-letters/{id}",
             axum::routing::delete(discard),
         )
-        .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES))
-        .route_layer(axum::middleware::from_fn_with_state(guard, auth::guard));
+        // One layer for the guard and the body limit, not two: each layer
+        // of a router boxes and clones the routes' services again, on
+        // every request.
+        .route_layer(
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(guard, auth::guard))
+                .layer(DefaultBodyLimit::max(MAX_ARGS_BYTES)),
+        );
     // The inspector's files hold no data: its pages ask the API, with the
     // token the user gives them.
     let router = if serving.ui {
@@ -327,6 +338,32 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 
 fn parse_json(body: &[u8], what: &str) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}
+
+/// Whether `body`, valid JSON, is an array (the arguments of a call),
+/// checked without building it: the guest parses it anyway.
+fn is_json_array(body: &[u8], what: &str) -> Result<bool, String> {
+    serde_json::from_slice::<serde::de::IgnoredAny>(body)
+        .map_err(|e| format!("{what} is not valid JSON: {e}"))?;
+    Ok(body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'['))
+}
+
+/// Where a call came from and the chain of callers it carries, read from
+/// its headers (without copying them).
+struct CallOrigin {
+    hop: Hop,
+    chain: Vec<Address>,
+}
+
+impl<S: Sync> FromRequestParts<S> for CallOrigin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<CallOrigin, ApiError> {
+        Ok(CallOrigin {
+            hop: hop(&parts.headers),
+            chain: chain(&parts.headers)?,
+        })
+    }
 }
 
 /// Where a request came from: a client, or another host of the cluster.
@@ -520,14 +557,14 @@ async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>
 
 async fn call(
     State(host): State<Host>,
-    headers: HeaderMap,
+    origin: Result<CallOrigin, ApiError>,
     Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let Path((actor, key, action)) = path?;
     let body = body?;
-    let chain = chain(&headers)?;
+    let CallOrigin { hop, chain } = origin?;
     let invalid = |message: String| Error::InvalidArguments {
         actor: actor.clone(),
         action: action.clone(),
@@ -536,19 +573,18 @@ async fn call(
     let args = if body.iter().all(u8::is_ascii_whitespace) {
         "[]"
     } else {
-        match parse_json(&body, "the body") {
-            Ok(Value::Array(_)) => {
-                std::str::from_utf8(&body).map_err(|e| invalid(e.to_string()))?
-            }
-            Ok(_) => {
+        match is_json_array(&body, "the body") {
+            Ok(true) => std::str::from_utf8(&body).map_err(|e| invalid(e.to_string()))?,
+            Ok(false) => {
                 return Err(invalid("the body must be a JSON array of arguments".into()).into());
             }
             Err(message) => return Err(invalid(message).into()),
         }
     };
-    let result = host
-        .call_from_as(hop(&headers), caller, chain, &actor, &key, &action, args)
-        .await?;
+    // Boxed: the call's future is large, and the layers above would move
+    // it several times over.
+    let result =
+        Box::pin(host.call_from_as(hop, caller, chain, &actor, &key, &action, args)).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         result,
@@ -810,4 +846,34 @@ async fn discard(
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json_array;
+
+    #[test]
+    fn call_arguments_must_be_one_json_array() {
+        for body in ["[]", "[1, \"a\"]", " \n\t[{\"x\": [2]}]\r\n"] {
+            assert_eq!(
+                is_json_array(body.as_bytes(), "the body"),
+                Ok(true),
+                "{body}"
+            );
+        }
+        for body in ["{\"a\": 1}", "1", "\"[1]\"", "null"] {
+            assert_eq!(
+                is_json_array(body.as_bytes(), "the body"),
+                Ok(false),
+                "{body}"
+            );
+        }
+        for body in ["[1", "[1] [2]", "[1,]", "\u{c}[1]"] {
+            let refused = is_json_array(body.as_bytes(), "the body").unwrap_err();
+            assert!(
+                refused.starts_with("the body is not valid JSON"),
+                "{body}: {refused}"
+            );
+        }
+    }
 }

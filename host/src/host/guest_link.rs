@@ -13,10 +13,10 @@ use super::route::Forwarder;
 
 /// The host as guest code sees it: calls and sends to other instances,
 /// for as long as the host runs.
-pub(super) struct GuestLink(Weak<Background>, Forwarder);
+pub(super) struct GuestLink(Weak<Background>, Arc<Forwarder>);
 
 impl GuestLink {
-    pub(super) fn new(work: &Arc<Background>, forwarder: Forwarder) -> GuestLink {
+    pub(super) fn new(work: &Arc<Background>, forwarder: Arc<Forwarder>) -> GuestLink {
         GuestLink(Arc::downgrade(work), forwarder)
     }
 

@@ -52,8 +52,9 @@ pub const METRICS_CONTENT_TYPE: &str = crate::metrics::CONTENT_TYPE;
 pub struct Host {
     core: Arc<Core>,
     work: Arc<Background>,
-    /// Requests for instances other hosts of the cluster serve.
-    forwarder: Forwarder,
+    /// Requests for instances other hosts of the cluster serve (shared:
+    /// the HTTP front end clones a `Host` several times a request).
+    forwarder: Arc<Forwarder>,
 }
 
 impl Host {
@@ -72,7 +73,7 @@ impl Host {
         let core = Core::start(config, actors).await?;
         let work = Background::new(core.clone());
         let wakeups: std::sync::Weak<Background> = Arc::downgrade(&work);
-        let forwarder = Forwarder::new(&trust);
+        let forwarder = Arc::new(Forwarder::new(&trust));
         core.connect_above(wakeups, Arc::new(GuestLink::new(&work, forwarder.clone())));
         work.start_timer();
         Ok(Host {

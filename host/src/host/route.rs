@@ -74,7 +74,6 @@ pub struct Forwarded {
 /// The HTTP client a host forwards with (connections to other hosts are
 /// kept open between requests; `https://` ones verified with the
 /// cluster's trust).
-#[derive(Clone)]
 pub(super) struct Forwarder {
     client: reqwest::Client,
     trust: burrow_client::Trust,

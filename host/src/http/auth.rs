@@ -21,8 +21,8 @@ use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
+use axum::RequestExt;
 use axum::body::Body;
-use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
@@ -250,6 +250,17 @@ pub(super) enum Permission {
     Admin,
 }
 
+/// The `{actor}` of the request's route, if it has one.
+async fn route_actor(request: &mut Request) -> Option<String> {
+    let params = request.extract_parts::<RawPathParams>().await;
+    params.ok().and_then(|params| {
+        params
+            .iter()
+            .find(|(name, _)| *name == "actor")
+            .map(|(_, value)| value.to_owned())
+    })
+}
+
 /// What `method` on `route` (a route's pattern) needs. Anything not listed
 /// needs an admin token.
 pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Permission {
@@ -273,16 +284,14 @@ pub(super) struct Guard {
 }
 
 /// The middleware every routed request passes (see the module docs). It
-/// leaves the request's [`Caller`] and the [`Access`] in its extensions;
-/// a connection without a token yet gets no caller.
+/// leaves the request's [`Caller`] in its extensions; a connection without
+/// a token yet gets no caller.
 pub(super) async fn guard(
     State(guard): State<Guard>,
     route: Option<MatchedPath>,
-    params: Result<RawPathParams, RawPathParamsRejection>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    request.extensions_mut().insert(guard.access.clone());
     if claims_a_host(request.headers()) {
         return match from_a_host(&guard.host, request).await {
             Ok(request) => next.run(request).await,
@@ -310,12 +319,7 @@ pub(super) async fn guard(
         }
         Err(refused) => return refusal(refused),
     };
-    let actor = params.ok().and_then(|params| {
-        params
-            .iter()
-            .find(|(name, _)| *name == "actor")
-            .map(|(_, value)| value.to_owned())
-    });
+    let actor = route_actor(&mut request).await;
     let what = format!("{method} {route}");
     let admitted = access
         .authenticate(&presented)
