@@ -305,8 +305,8 @@ impl Cell {
     }
 }
 
-/// What a call of action `0` is doing, as errors name it (`action
-/// NAME`), written out only for an error.
+/// What a call of an action is doing, as its errors name it (`action
+/// NAME`): written out only when there is an error.
 #[derive(Clone, Copy)]
 struct ActionDuring<'a>(&'a str);
 
