@@ -25,7 +25,7 @@ use crate::storage::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::sandbox::{Sandbox, is_internal};
 use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, HistoryEntry, WorkflowRecord};
-use crate::storage::{instance_path, validate_actor_name, validate_key};
+use crate::storage::{INSTANCE_VFS, instance_path, validate_actor_name, validate_key};
 use crate::watchdog::Watch;
 
 /// Rows shown per table.
@@ -353,9 +353,10 @@ fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error>
     }
     let storage = |e: rusqlite::Error| storage(actor, key, e);
     heap::install();
-    let conn = Connection::open_with_flags(
+    let conn = Connection::open_with_flags_and_vfs(
         &path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        INSTANCE_VFS,
     )
     .map_err(storage)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))

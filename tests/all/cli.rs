@@ -97,6 +97,14 @@ impl Serve {
     }
 }
 
+/// Reads the schema of the database at `path` from this process, without
+/// waiting for a lock.
+fn read_schema(path: &Path) -> rusqlite::Result<i64> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+}
+
 #[test]
 fn serve_call_restart_and_call_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,12 +143,23 @@ fn serve_call_restart_and_call_again() {
         String::from_utf8_lossy(&out.stderr).contains("another burrow host"),
         "{out:?}"
     );
-    // ...but inspect reads it.
+    // ...and its awake instance's database is the server's alone...
+    let path = burrow::instance_path(&dir.path().join("data"), "counter", "c1");
+    assert!(
+        read_schema(&path).is_err(),
+        "another process read an awake instance's database"
+    );
+    // ...but inspect reads it, asking the server.
     let out = burrow(&manifest, &["inspect", "counter", "c1"]);
-    let inspection: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let inspection: Value =
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(inspection["tables"][0]["rows"], json!([[1, 7]]));
 
     server.stop();
+    assert!(read_schema(&path).is_ok(), "released when the server ended");
+    let out = burrow(&manifest, &["inspect", "counter", "c1"]);
+    let inspection: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(inspection["tables"][0]["rows"], json!([[1, 7]]));
     let server = Serve::start(&manifest);
     let out = burrow(
         &manifest,

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::build::run_build_command;
-use super::embedded::{access_of, host_config, load_manifest, stop_signal, tls};
+use super::embedded::{access_of, announce, host_config, load_manifest, stop_signal, tls};
 use super::{AccessArgs, HostArgs};
 use crate::host::Host;
 use crate::manifest::ActorSpec;
@@ -50,6 +50,7 @@ pub(super) async fn dev(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
+    announce(&host, &listener, tls.is_some())?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!("serving on {scheme}://{listen}");
     let mut watched = Vec::new();

@@ -131,6 +131,7 @@ pub(super) async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let host = Host::start(config, &actors).await?;
+    announce(&host, &listener, tls.is_some())?;
     let serving = crate::http::Serving {
         ui: !no_ui && manifest.host.ui.unwrap_or(true),
         access,
@@ -138,6 +139,21 @@ pub(super) async fn serve(
     };
     crate::http::serve_with(host, listener, serving, stop_signal()).await?;
     Ok(())
+}
+
+/// Records in the data directory where `host` serves (`listener`'s
+/// address; a wildcard one as the loopback address), so that commands
+/// reading the directory while it runs ask it.
+pub(super) fn announce(host: &Host, listener: &tokio::net::TcpListener, tls: bool) -> Result<()> {
+    let mut address = listener.local_addr()?;
+    if address.ip().is_unspecified() {
+        address.set_ip(match address {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let scheme = if tls { "https" } else { "http" };
+    host.announce(&format!("{scheme}://{address}"))
 }
 
 /// Who may use a server on `listen`, from its flags and the manifest's

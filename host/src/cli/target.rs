@@ -1,7 +1,9 @@
 //! What a command on an instance runs against: for the commands that
 //! change an instance, the server at `--url` or a host embedded in this
 //! process (`--local`); for the read-only looks, the server or the data
-//! directory read directly (which works while a server runs on it). Each
+//! directory read directly, or, while a server runs on it, that server
+//! (it holds its awake instances' databases; `host.lock` says where it
+//! serves). Each
 //! operation is written once here, for both sides; an embedded host is shut
 //! down (its instances put to sleep) before the command's output is printed.
 
@@ -17,6 +19,7 @@ use super::remote::{Remote, client};
 use crate::SendOptions;
 use crate::error::Error;
 use crate::host::Host;
+use crate::storage::host_lock::{Holder, holder};
 
 /// A server, or a host embedded in this process.
 pub(super) enum Backend {
@@ -149,10 +152,21 @@ impl Source {
         if let Some(url) = url {
             return Ok(Source::Server(client(&url, remote)?));
         }
-        Ok(Source::DataDir(match data_dir {
+        let data_dir = match data_dir {
             Some(dir) => dir,
             None => load_manifest(manifest)?.data_dir(),
-        }))
+        };
+        // A running host holds its awake instances' databases: ask it.
+        match holder(&data_dir)? {
+            Holder::Nobody => Ok(Source::DataDir(data_dir)),
+            Holder::Server(url) => Ok(Source::Server(client(&url, remote)?)),
+            Holder::Host => Err(anyhow::anyhow!(
+                "a burrow host that serves no HTTP API holds the data directory {} \
+                 (host.lock): wait for it to end, or ask a server with --url",
+                data_dir.display()
+            )
+            .into()),
+        }
     }
 
     /// The instance's state and tables.

@@ -93,6 +93,13 @@ impl Host {
         self.core.store.root()
     }
 
+    /// Records in the data directory that this host serves its API at
+    /// `url`, for commands that read the directory while it runs (they
+    /// ask it instead, see `storage/host_lock.rs`).
+    pub fn announce(&self, url: &str) -> anyhow::Result<()> {
+        self.core.store.announce(url)
+    }
+
     /// Instances awake right now.
     pub fn awake_count(&self) -> usize {
         self.core.awake_count()

@@ -90,11 +90,12 @@ impl InstanceDb {
         deadline: Deadline,
     ) -> rusqlite::Result<InstanceDb> {
         super::heap::install();
-        let mut conn = Connection::open_with_flags(
+        let mut conn = Connection::open_with_flags_and_vfs(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            super::INSTANCE_VFS,
         )?;
         // Other connections to this database belong to concurrent calls of the
         // same instance: wait briefly for a writer, then let the call be re-run.

@@ -172,6 +172,12 @@ impl InstanceStore {
         self.data.root()
     }
 
+    /// Records in the data directory that this host serves its API at
+    /// `url` (see `storage/host_lock.rs`).
+    pub(crate) fn announce(&self, url: &str) -> Result<()> {
+        self.data.announce(url)
+    }
+
     /// The marks of every instance.
     pub(crate) fn marks(&self) -> &Arc<Marks> {
         &self.marks
@@ -218,9 +224,10 @@ impl InstanceStore {
     /// A read-only connection to the database of `address` that sees what
     /// is committed (a queue pump reads its queue through one).
     pub(crate) fn open_reader(&self, address: &Address) -> rusqlite::Result<Connection> {
-        let conn = Connection::open_with_flags(
+        let conn = Connection::open_with_flags_and_vfs(
             self.path(address),
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            super::INSTANCE_VFS,
         )?;
         conn.busy_timeout(DB_BUSY_TIMEOUT)?;
         Ok(conn)

@@ -145,9 +145,10 @@ enum Copied {
 
 fn open_and_checkpoint(path: &Path, conn: &mut Option<Connection>) -> rusqlite::Result<Copied> {
     if conn.is_none() {
-        let opened = Connection::open_with_flags(
+        let opened = Connection::open_with_flags_and_vfs(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            super::INSTANCE_VFS,
         )?;
         *conn = Some(opened);
     }
