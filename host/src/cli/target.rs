@@ -1,11 +1,11 @@
 //! What a command on an instance runs against: for the commands that
 //! change an instance, the server at `--url` or a host embedded in this
-//! process (`--local`); for the read-only looks, the server or the data
-//! directory read directly, or, while a server runs on it, that server
-//! (it holds its awake instances' databases; `host.lock` says where it
-//! serves). Each
-//! operation is written once here, for both sides; an embedded host is shut
-//! down (its instances put to sleep) before the command's output is printed.
+//! process (`--local`); for the read-only looks, the server at `--url`,
+//! else the data directory read directly, or, while a server runs on it,
+//! that server (it holds its awake instances' databases; `host.lock` says
+//! where it serves). Each operation is written once here, for both sides;
+//! an embedded host is shut down (its instances put to sleep) before the
+//! command's output is printed.
 
 use std::path::{Path, PathBuf};
 
