@@ -523,6 +523,10 @@ async fn a_host_whose_data_directory_was_deleted_serves_from_postgres() {
             );
         }
         cluster.start_host(0);
+        // Awake again, so that the next round's stop meets them open.
+        assert_eq!(call(&a, "counter", "c", "get", json!([])).await, json!(190));
+        assert_eq!(notes(&a, "t").await.len(), 20);
+        assert_eq!(notes(&a, "big").await.len(), 400);
     }
 }
 

@@ -8,7 +8,7 @@
 //! What the file says counts only while its lock is held.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -52,10 +52,8 @@ impl HostLock {
 
     /// Records that this host serves its API at `url`.
     pub(crate) fn announce(&self, url: &str) -> Result<()> {
-        let mut file = &self.file;
-        file.set_len(0)?;
-        std::os::unix::fs::FileExt::write_all_at(file, url.as_bytes(), 0)?;
-        file.flush()?;
+        self.file.set_len(0)?;
+        std::os::unix::fs::FileExt::write_all_at(&self.file, url.as_bytes(), 0)?;
         Ok(())
     }
 }
