@@ -32,6 +32,7 @@ mod sandbox;
 mod sandbox_bounds;
 mod sandbox_limits;
 mod sandbox_names;
+mod sandbox_upkeep;
 mod schedules;
 mod security;
 mod timers;

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::replica::Replica;
@@ -110,6 +111,10 @@ impl InstanceDb {
         };
         conn.pragma_update(None, "synchronous", sqlite_synchronous.pragma())?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Defensive: ordinary SQL cannot write the shadow tables of FTS5 and
+        // R*Tree (a guest's would corrupt its own index), nor make the
+        // schema writable or the database file corruptible by other means.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
         // The guest may not change this pragma: past it, writes fail with
         // a `limit-exceeded` error naming the database size.
         // Temp tables get the same bound, on their own database.

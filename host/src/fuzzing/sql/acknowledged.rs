@@ -11,6 +11,22 @@ pub(super) struct Snapshot {
     pub(super) state: Option<Vec<u8>>,
     pub(super) events: BTreeSet<i64>,
     pub(super) schedules: BTreeSet<i64>,
+    /// The host's `AUTOINCREMENT` counters: its rows of `sqlite_sequence`
+    /// (table, last id it handed out), in name order.
+    pub(super) counters: Vec<(String, i64)>,
+}
+
+impl Snapshot {
+    /// The host handed out `id` from `table`'s counter.
+    pub(super) fn counted(&mut self, table: &str, id: i64) {
+        match self.counters.iter_mut().find(|(name, _)| name == table) {
+            Some((_, last)) => *last = (*last).max(id),
+            None => {
+                self.counters.push((table.to_owned(), id));
+                self.counters.sort();
+            }
+        }
+    }
 }
 
 /// What the host acknowledged: committed, and in the open transaction.
@@ -56,5 +72,24 @@ pub(super) fn read_main(conn: &Connection) -> rusqlite::Result<Snapshot> {
         state,
         events,
         schedules,
+        counters: host_counters(conn)?,
     })
+}
+
+/// The host's rows of `sqlite_sequence`, in name order.
+pub(super) fn host_counters(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
+    let has_counters = conn
+        .prepare(
+            "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'",
+        )?
+        .exists([])?;
+    if !has_counters {
+        return Ok(Vec::new());
+    }
+    conn.prepare(
+        "SELECT name, seq FROM main.sqlite_sequence
+         WHERE name LIKE '\\_burrow\\_%' ESCAPE '\\' ORDER BY name, seq",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
 }

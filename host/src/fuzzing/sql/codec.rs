@@ -268,7 +268,7 @@ impl Stmt {
         let tag = if depth > 0 {
             [8, 10, 11, 12][r.choice(4) as usize]
         } else {
-            r.choice(14)
+            r.choice(16)
         };
         match tag {
             0 => Stmt::CreateTable {
@@ -319,6 +319,11 @@ impl Stmt {
                 expr: Expr::decode(r, 0),
             },
             12 => Stmt::Select(Query::decode(r)),
+            14 => Stmt::Analyze(r.flag().then(|| Name::decode(r))),
+            15 => Stmt::CreateVirtual {
+                name: Name::decode(r),
+                rtree: r.flag(),
+            },
             _ => Stmt::Raw(r.text()),
         }
     }
@@ -424,6 +429,18 @@ impl Stmt {
             Stmt::Raw(text) => {
                 w.byte(13);
                 w.bytes(text.as_bytes());
+            }
+            Stmt::Analyze(name) => {
+                w.byte(14);
+                w.flag(name.is_some());
+                if let Some(name) = name {
+                    name.encode(w);
+                }
+            }
+            Stmt::CreateVirtual { name, rtree } => {
+                w.byte(15);
+                name.encode(w);
+                w.flag(*rtree);
             }
         }
     }

@@ -2,7 +2,10 @@
 //! and the names, shapes, statements and expressions they are made of.
 
 /// Table, view, index and trigger names: the guest's, then the host's
-/// and one internal name the host does not use.
+/// and one internal name the host does not use, then the tables SQLite
+/// keeps by itself (the counters, the planner's statistics, `dbstat`) and
+/// the grammar's virtual tables (`f` of FTS5, `r` of R*Tree) with their
+/// shadow tables.
 pub const NAMES: &[&str] = &[
     "t",
     "u",
@@ -19,10 +22,24 @@ pub const NAMES: &[&str] = &[
     "_burrow_schedule_due",
     "_burrow_queue_order",
     "_burrow_x",
+    "sqlite_sequence",
+    "sqlite_stat1",
+    "sqlite_stat4",
+    "dbstat",
+    "f",
+    "f_data",
+    "f_idx",
+    "f_content",
+    "r",
+    "r_node",
+    "r_rowid",
 ];
 
 /// Columns expressions may name.
-pub(super) const COLUMNS: &[&str] = &["a", "b", "id", "value", "action", "due_at", "q", "g"];
+pub(super) const COLUMNS: &[&str] = &[
+    "a", "b", "id", "value", "action", "due_at", "q", "g", "seq", "name", "tbl", "idx", "stat",
+    "block", "data",
+];
 
 /// Sizes for `zeroblob` and `randomblob`, the attacks' among them.
 pub(super) const SIZES: &[i64] = &[
@@ -263,6 +280,16 @@ pub enum Stmt {
     Select(Query),
     /// Any text.
     Raw(String),
+    /// `ANALYZE`, of one table or index if named.
+    Analyze(Option<Name>),
+    /// `CREATE VIRTUAL TABLE name USING fts5 (a, b)`, or `rtree (id, x0,
+    /// x1)`.
+    CreateVirtual {
+        /// The table (its shadow tables are named after it).
+        name: Name,
+        /// R*Tree rather than FTS5.
+        rtree: bool,
+    },
 }
 
 /// A query.

@@ -1,7 +1,9 @@
 //! The invariants of the instance database checked after every operation
 //! of the `sql` target: the `_burrow_*` objects are exactly the host's, no
 //! guest table has a foreign key into a host table, the instance record is
-//! unchanged, and the host's tables hold what it acknowledged.
+//! unchanged, the host's tables hold what it acknowledged, the host's
+//! `AUTOINCREMENT` counters are the last ids it handed out, and no row of
+//! the planner's statistics names a host object.
 
 use std::sync::OnceLock;
 
@@ -80,10 +82,57 @@ impl SqlSession {
                         main.schedules, self.model.current.schedules
                     ));
                 }
+                if main.counters != self.model.current.counters {
+                    problems.push(format!(
+                        "sqlite_sequence holds the host's counters {:?}; the last ids the host handed out are {:?}",
+                        main.counters, self.model.current.counters
+                    ));
+                }
             }
             Err(e) => problems.push(format!("the host's tables are unreadable: {e}")),
         }
+        match statistics_of_host_objects(conn) {
+            Ok(rows) if rows.is_empty() => {}
+            Ok(rows) => problems.push(format!(
+                "the planner's statistics name host objects: {rows:?}"
+            )),
+            Err(e) => problems.push(format!("the planner's statistics are unreadable: {e}")),
+        }
     }
+}
+
+/// (statistics table, table, index) of every row of `sqlite_stat1` and
+/// `sqlite_stat4`, in main or temp, that names a host object.
+pub(super) fn statistics_of_host_objects(
+    conn: &Connection,
+) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
+    let mut rows = Vec::new();
+    for schema in ["main", "temp"] {
+        for table in ["sqlite_stat1", "sqlite_stat4"] {
+            let exists = conn
+                .prepare(&format!(
+                    "SELECT 1 FROM {schema}.sqlite_schema WHERE type = 'table' AND name = ?1"
+                ))?
+                .exists([table])?;
+            if !exists {
+                continue;
+            }
+            let sql = format!(
+                "SELECT tbl, idx FROM {schema}.{table}
+                 WHERE tbl LIKE '\\_burrow\\_%' ESCAPE '\\' OR idx LIKE '\\_burrow\\_%' ESCAPE '\\'"
+            );
+            let found: Vec<(String, Option<String>)> = conn
+                .prepare(&sql)?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            rows.extend(
+                found
+                    .into_iter()
+                    .map(|(tbl, idx)| (format!("{schema}.{table}"), tbl, idx)),
+            );
+        }
+    }
+    Ok(rows)
 }
 
 /// (type, name, table, SQL) of a schema's objects with an internal name or

@@ -239,6 +239,27 @@ mod tests {
         replay("rename-to-odd-case");
     }
 
+    /// A trigger that a `DROP TABLE`'s foreign-key cascade fires rewrites
+    /// `sqlite_sequence`, then empties it; the host's next ids follow its
+    /// last ones.
+    #[test]
+    fn a_drop_cannot_touch_the_hosts_counters() {
+        replay("drop-cascade-rewrites-counters");
+    }
+
+    /// `ANALYZE t`, then rows of `sqlite_stat1` naming the host's tables by
+    /// insert, update, a whole `ANALYZE` and a cascade's trigger.
+    #[test]
+    fn the_planners_statistics_of_host_tables_stay_the_hosts() {
+        replay("statistics-of-host-tables");
+    }
+
+    /// `dbstat`, and writes to the shadow tables of FTS5 and R*Tree.
+    #[test]
+    fn dbstat_and_shadow_tables_are_out_of_reach() {
+        replay("dbstat-and-shadow-tables");
+    }
+
     /// A guest trigger fires in a call (its row in `fired` is the call's),
     /// then the host rolls the call back: the row goes with the call, and
     /// that is no trigger firing inside the host's statements (found by

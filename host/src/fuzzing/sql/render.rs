@@ -155,6 +155,17 @@ impl Stmt {
             ),
             Stmt::Select(query) => query.render(),
             Stmt::Raw(text) => text.clone(),
+            Stmt::Analyze(None) => "ANALYZE".into(),
+            Stmt::Analyze(Some(name)) => format!("ANALYZE {}", name.render()),
+            Stmt::CreateVirtual { name, rtree } => format!(
+                "CREATE VIRTUAL TABLE {} USING {}",
+                name.render(),
+                if *rtree {
+                    "rtree (id, x0, x1)"
+                } else {
+                    "fts5 (a, b)"
+                }
+            ),
         }
     }
 }

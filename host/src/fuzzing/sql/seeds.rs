@@ -202,6 +202,118 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
             ],
         ),
         (
+            "drop-cascade-rewrites-counters",
+            vec![
+                Op::Append(1),
+                Op::Schedule {
+                    delay_ms: 60_000,
+                    every: false,
+                },
+                Op::Commit,
+                batch(cascade_on_drop(Stmt::Update {
+                    table: internal("sqlite_sequence"),
+                    column: 8,
+                    expr: Expr::Int(9_223_372_036_854_775_000),
+                })),
+                Op::Commit,
+                batch(cascade_on_drop(Stmt::Delete(internal("sqlite_sequence")))),
+                Op::Commit,
+                Op::Append(2),
+                Op::Schedule {
+                    delay_ms: 60_000,
+                    every: false,
+                },
+                Op::Commit,
+                Op::ProcessEvent,
+            ],
+        ),
+        (
+            "statistics-of-host-tables",
+            vec![
+                Op::Append(1),
+                Op::Commit,
+                batch(vec![
+                    Stmt::CreateTable {
+                        temp: false,
+                        name: t,
+                        shape: Shape::Plain,
+                    },
+                    Stmt::CreateIndex {
+                        name: x,
+                        table: t,
+                        column: 1,
+                        unique: false,
+                    },
+                    Stmt::Fill { table: t, rows: 2 },
+                    Stmt::Analyze(Some(t)),
+                    Stmt::Insert {
+                        table: internal("sqlite_stat1"),
+                        values: vec![
+                            Expr::Text("_burrow_queue".into()),
+                            Expr::Text("_burrow_queue_order".into()),
+                            Expr::Text("1000000000 1000000000".into()),
+                        ],
+                    },
+                ]),
+                batch(vec![Stmt::Update {
+                    table: internal("sqlite_stat1"),
+                    column: 10,
+                    expr: Expr::Text("_burrow_queue".into()),
+                }]),
+                batch(vec![Stmt::Analyze(None)]),
+                batch(cascade_on_drop(Stmt::Update {
+                    table: internal("sqlite_stat1"),
+                    column: 11,
+                    expr: Expr::Text("_burrow_queue_order".into()),
+                })),
+                Op::Commit,
+                Op::ProcessEvent,
+                Op::Query(Stmt::Select(Query::Table(internal("sqlite_stat1")))),
+            ],
+        ),
+        (
+            "dbstat-and-shadow-tables",
+            vec![
+                Op::Append(1),
+                Op::Commit,
+                Op::Query(Stmt::Select(Query::Table(internal("dbstat")))),
+                batch(vec![
+                    Stmt::CreateVirtual {
+                        name: internal("f"),
+                        rtree: false,
+                    },
+                    Stmt::Insert {
+                        table: internal("f"),
+                        values: vec![Expr::Text("hello".into()), Expr::Text("world".into())],
+                    },
+                    Stmt::CreateVirtual {
+                        name: internal("r"),
+                        rtree: true,
+                    },
+                    Stmt::Insert {
+                        table: internal("r"),
+                        values: vec![Expr::Int(1), Expr::Int(0), Expr::Int(1)],
+                    },
+                ]),
+                Op::Commit,
+                batch(vec![Stmt::Update {
+                    table: internal("f_data"),
+                    column: 13,
+                    expr: Expr::randomblob(1000),
+                }]),
+                batch(vec![Stmt::Delete(internal("f_idx"))]),
+                batch(vec![Stmt::Update {
+                    table: internal("r_node"),
+                    column: 14,
+                    expr: Expr::randomblob(1000),
+                }]),
+                Op::Commit,
+                Op::Query(Stmt::Select(Query::Table(internal("f")))),
+                Op::Query(Stmt::Select(Query::Table(internal("r")))),
+                Op::Inspect,
+            ],
+        ),
+        (
             "guest-sql-that-works",
             vec![
                 batch(fill_big),
@@ -282,6 +394,45 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Inspect,
             ],
         ),
+    ]
+}
+
+/// A foreign-key cascade whose trigger runs `body` while SQLite prepares
+/// a `DROP TABLE`: `y` references `x`, and dropping `x` deletes `y`'s row.
+fn cascade_on_drop(body: Stmt) -> Vec<Stmt> {
+    let (x, y) = (Name::of("x"), Name::of("u"));
+    vec![
+        Stmt::CreateTable {
+            temp: false,
+            name: x,
+            shape: Shape::Like(0),
+        },
+        Stmt::CreateTable {
+            temp: false,
+            name: y,
+            shape: Shape::References {
+                target: x,
+                action: 0,
+                deferred: false,
+            },
+        },
+        Stmt::CreateTrigger {
+            temp: false,
+            name: Name::of("t"),
+            after: true,
+            event: 2,
+            table: y,
+            body: vec![body],
+        },
+        Stmt::Insert {
+            table: x,
+            values: vec![Expr::Int(1), Expr::Blob(vec![0])],
+        },
+        Stmt::Insert {
+            table: y,
+            values: vec![Expr::Int(1), Expr::Int(1)],
+        },
+        Stmt::DropTable(x),
     ]
 }
 

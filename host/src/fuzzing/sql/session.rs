@@ -169,6 +169,7 @@ impl SqlSession {
                 match self.state().append(format!("e{n}"), "{}".into(), options) {
                     Ok(Ok(id)) => {
                         self.model.current.events.insert(id as i64);
+                        self.model.current.counted("_burrow_queue", id as i64);
                     }
                     Ok(Err(_)) => {}
                     Err(_) => self.abort_call(),
@@ -185,6 +186,7 @@ impl SqlSession {
                 match result {
                     Ok(Ok(id)) => {
                         self.model.current.schedules.insert(id as i64);
+                        self.model.current.counted("_burrow_schedule", id as i64);
                         if every {
                             self.model.recurring.insert(id as i64);
                         }

@@ -23,10 +23,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::hooks::{AuthContext, Authorization};
 use rusqlite::{CachedStatement, Connection, Statement};
 
-use rules::{changes_schema, refusal, sequence_refusal};
+use rules::{changes_schema, keeps_sequence, refusal, upkeep_refusal};
 
 /// Shared switch between the connection's authorizer and the code running
 /// guest SQL, plus the reason of the last refusal for a clear error.
@@ -37,7 +37,8 @@ pub(crate) struct Sandbox {
     schema_change: Arc<AtomicBool>,
     /// Set while a guest `DROP TABLE` or `ALTER TABLE` is prepared: SQLite
     /// then deletes or renames the table's row of `sqlite_sequence` in a
-    /// statement of its own.
+    /// statement of its own (and the statement's `SchemaGuard` checks that
+    /// the host's rows are as they were).
     keeping_sequence: Arc<AtomicBool>,
     last_denial: Arc<Mutex<Option<String>>>,
 }
@@ -115,16 +116,11 @@ impl Sandbox {
         if changes_schema(&ctx.action) {
             self.schema_change.store(true, Ordering::Relaxed);
         }
-        if matches!(
-            ctx.action,
-            AuthAction::DropTable { .. }
-                | AuthAction::DropTempTable { .. }
-                | AuthAction::AlterTable { .. }
-        ) {
+        if keeps_sequence(&ctx.action) {
             self.keeping_sequence.store(true, Ordering::Relaxed);
         }
         let keeping_sequence = self.keeping_sequence.load(Ordering::Relaxed);
-        match refusal(&ctx.action).or_else(|| sequence_refusal(&ctx.action, keeping_sequence)) {
+        match refusal(&ctx.action).or_else(|| upkeep_refusal(&ctx.action, keeping_sequence)) {
             None => Authorization::Allow,
             Some(reason) => {
                 *self.last_denial.lock().unwrap() = Some(reason);

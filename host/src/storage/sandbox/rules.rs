@@ -39,24 +39,74 @@ const ALLOWED_VTABLE_MODULES: &[&str] = &["fts5", "rtree"];
 /// Functions a guest may not call.
 const DENIED_FUNCTIONS: &[&str] = &["load_extension", "fts3_tokenizer"];
 
-/// Why `action` on `sqlite_sequence` is refused, if it is. That table
-/// holds the host's `AUTOINCREMENT` counters too: a guest that set them
-/// could make the host reuse event ids or run out of them. A guest reads
-/// it; only SQLite's own upkeep for a guest's `DROP TABLE` or `ALTER
-/// TABLE` (the table's own row, deleted or renamed) writes it.
-pub(super) fn sequence_refusal(action: &AuthAction<'_>, keeping_sequence: bool) -> Option<String> {
-    let table = match *action {
-        AuthAction::Insert { table_name } => table_name,
+/// Built-in virtual tables a guest may not read: they show every table of
+/// the database page by page, the host's included.
+const DENIED_VTABLES: &[&str] = &["dbstat", "sqlite_dbpage"];
+
+/// Which of SQLite's own upkeep a guest statement being prepared does:
+/// a `DROP TABLE` or `ALTER TABLE` deletes or renames the table's row of
+/// `sqlite_sequence` in a statement of its own.
+pub(super) fn keeps_sequence(action: &AuthAction<'_>) -> bool {
+    matches!(
+        action,
+        AuthAction::DropTable { .. }
+            | AuthAction::DropTempTable { .. }
+            | AuthAction::AlterTable { .. }
+    )
+}
+
+/// Whether `table` is one of SQLite's statistics tables, which `ANALYZE`
+/// fills and the query planner reads for every statement, the host's
+/// included.
+fn is_statistics(table: &str) -> bool {
+    [
+        "sqlite_stat1",
+        "sqlite_stat2",
+        "sqlite_stat3",
+        "sqlite_stat4",
+    ]
+    .iter()
+    .any(|t| table.eq_ignore_ascii_case(t))
+}
+
+/// Why `action` on a table SQLite keeps by itself is refused, if it is.
+///
+/// `sqlite_sequence` holds the host's `AUTOINCREMENT` counters too: a
+/// guest that set them could make the host reuse event ids or run out of
+/// them. A guest reads it; only SQLite's own upkeep for a `DROP TABLE` or
+/// an `ALTER TABLE` (`keeping_sequence`: the statement being prepared is
+/// one) writes it, and the statement's [`SchemaGuard`](super::SchemaGuard)
+/// then checks that the host's rows are as they were: a trigger that such
+/// a statement fires (a foreign key's cascade) is prepared inside the same
+/// window.
+///
+/// The statistics tables steer the planner of the host's statements as
+/// well as the guest's: a guest reads them and deletes rows of them (as
+/// SQLite's upkeep does for a drop and for `ANALYZE`, before the statement
+/// shows what it is), and only `ANALYZE` of its own tables adds rows.
+pub(super) fn upkeep_refusal(action: &AuthAction<'_>, keeping_sequence: bool) -> Option<String> {
+    let (table, allowed) = match *action {
+        AuthAction::Insert { table_name } => (table_name, false),
+        AuthAction::Update { table_name, .. } if is_statistics(table_name) => (table_name, false),
         AuthAction::Update { table_name, .. } | AuthAction::Delete { table_name }
-            if !keeping_sequence =>
+            if table_name.eq_ignore_ascii_case("sqlite_sequence") =>
         {
-            table_name
+            (table_name, keeping_sequence)
         }
         _ => return None,
     };
-    table.eq_ignore_ascii_case("sqlite_sequence").then(|| {
-        "sqlite_sequence is read-only to guest SQL: it holds the host's counters too".to_string()
-    })
+    if allowed {
+        None
+    } else if table.eq_ignore_ascii_case("sqlite_sequence") {
+        Some("sqlite_sequence is read-only to guest SQL: it holds the host's counters too".into())
+    } else if is_statistics(table) {
+        Some(format!(
+            "{table} is read-only to guest SQL: the query planner reads it for the host's \
+             statements too (ANALYZE your own tables, by name, to fill it)"
+        ))
+    } else {
+        None
+    }
 }
 
 /// Whether `action` is part of a statement that changes the schema.
@@ -83,6 +133,7 @@ pub(super) fn changes_schema(action: &AuthAction<'_>) -> bool {
             | AlterTable { .. }
             | CreateVtable { .. }
             | DropVtable { .. }
+            | Analyze { .. }
     )
 }
 
@@ -116,6 +167,14 @@ pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
         | DropTempView { view_name } => Some(view_name),
         _ => None,
     };
+    if let Analyze { table_name } = *action
+        && is_internal(table_name)
+    {
+        return Some(format!(
+            "ANALYZE would analyze `{table_name}`, an internal table of the host: analyze your \
+             own tables by name (`ANALYZE t`)"
+        ));
+    }
     if let Some(table) = table
         && is_internal(table)
     {
@@ -163,6 +222,15 @@ pub(crate) fn refusal(action: &AuthAction<'_>) -> Option<String> {
             (!ALLOWED_PRAGMAS.contains(&name.as_str())).then(|| {
                 format!("PRAGMA {pragma_name} is not allowed: it could change durability or schema safety")
             })
+        }
+        Read { table_name, .. }
+            if DENIED_VTABLES
+                .iter()
+                .any(|t| table_name.eq_ignore_ascii_case(t)) =>
+        {
+            Some(format!(
+                "`{table_name}` is not available to guest SQL: it shows the host's tables too"
+            ))
         }
         Function { function_name } => {
             let name = function_name.to_ascii_lowercase();
@@ -248,6 +316,29 @@ mod tests {
         assert!(denial("PRAGMA journal_mode = DELETE").contains("journal_mode"));
         assert!(denial("PRAGMA writable_schema = ON").contains("writable_schema"));
         assert!(denial("SELECT load_extension('x')").contains("load_extension"));
+        assert!(denial("SELECT * FROM dbstat").contains("dbstat"));
+        assert!(denial("SELECT * FROM DBSTAT('main')").contains("dbstat"));
+        assert!(denial("ANALYZE").contains("analyze your own tables by name"));
+    }
+
+    #[test]
+    fn the_planners_statistics_are_filled_by_analyze_alone() {
+        let (conn, sandbox) = guest_conn();
+        let _guest = sandbox.enter_guest();
+        conn.execute_batch(
+            "INSERT INTO t VALUES (1); ANALYZE t; SELECT * FROM sqlite_stat1;
+             DELETE FROM sqlite_stat1 WHERE tbl = 't'; ANALYZE t;",
+        )
+        .unwrap();
+        for sql in [
+            "INSERT INTO sqlite_stat1 VALUES ('_burrow_state', NULL, '1')",
+            "UPDATE sqlite_stat1 SET tbl = '_burrow_state'",
+            "UPDATE SQLITE_STAT1 SET stat = '1'",
+        ] {
+            assert!(conn.execute_batch(sql).is_err(), "{sql}");
+            let why = sandbox.take_denial().expect("a reason is recorded");
+            assert!(why.to_lowercase().contains("sqlite_stat1"), "{sql}: {why}");
+        }
     }
 
     #[test]

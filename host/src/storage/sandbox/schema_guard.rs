@@ -1,11 +1,14 @@
 //! The check of the schema after a guest statement that changes it: the
 //! statement runs inside a savepoint, and its changes stand only if the
 //! host's objects in `main` are exactly as they were, `temp` holds none
-//! of the host's names, and no foreign key names an internal table.
+//! of the host's names, no foreign key names an internal table, the
+//! host's `AUTOINCREMENT` counters are as they were, and no row of the
+//! planner's statistics names a host object.
 
 use rusqlite::{Connection, OptionalExtension};
 
 use super::Sandbox;
+use super::names::is_internal;
 
 /// The savepoint a [`SchemaGuard`] opens around one guest statement.
 const GUARD_SAVEPOINT: &str = "_burrow_schema_guard";
@@ -67,8 +70,54 @@ const FOREIGN_KEYS_INTO_INTERNAL: &str = concat!(
     " LIMIT 1"
 );
 
+/// The host's `AUTOINCREMENT` counters: its rows of `sqlite_sequence`.
+const HOST_COUNTERS: &str = concat!(
+    "SELECT name, seq FROM main.sqlite_sequence WHERE ",
+    internal_sql!("name"),
+    " ORDER BY name, seq"
+);
+
+/// A row of the planner's statistics that names a host object (`%s`: the
+/// statistics table): there must be none.
+const HOST_STATISTICS: &str = concat!(
+    "SELECT tbl, coalesce(idx, '') FROM main.%s WHERE ",
+    internal_sql!("tbl"),
+    " OR ",
+    internal_sql!("idx"),
+    " LIMIT 1"
+);
+
 /// One row of [`MAIN_INTERNAL_OBJECTS`]: type, name, table, definition.
 type SchemaObject = (String, String, String, String);
+
+/// What the guard compares before and after the statement.
+#[derive(Debug, PartialEq)]
+struct HostPart {
+    objects: Vec<SchemaObject>,
+    /// The host's rows of `sqlite_sequence` (name, last id).
+    counters: Vec<(String, i64)>,
+}
+
+/// Whether `main` has the table `name` (SQLite makes `sqlite_sequence`
+/// and the statistics tables when they are first needed).
+fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?1")?
+        .exists([name])
+}
+
+fn host_part(conn: &Connection) -> rusqlite::Result<HostPart> {
+    let counters = if has_table(conn, "sqlite_sequence")? {
+        conn.prepare(HOST_COUNTERS)?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(HostPart {
+        objects: internal_objects(conn, MAIN_INTERNAL_OBJECTS)?,
+        counters,
+    })
+}
 
 fn internal_objects(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SchemaObject>> {
     conn.prepare(sql)?
@@ -96,7 +145,7 @@ fn describe((kind, name, table, _): &SchemaObject) -> String {
 pub(crate) struct SchemaGuard<'c> {
     conn: &'c Connection,
     sandbox: &'c Sandbox,
-    before: Vec<SchemaObject>,
+    before: HostPart,
     open: bool,
 }
 
@@ -112,7 +161,7 @@ impl<'c> SchemaGuard<'c> {
         }
         let before = sandbox.as_host(|| {
             conn.execute_batch(&format!("SAVEPOINT {GUARD_SAVEPOINT}"))?;
-            internal_objects(conn, MAIN_INTERNAL_OBJECTS)
+            host_part(conn)
         });
         let before = match before {
             Ok(before) => before,
@@ -173,34 +222,59 @@ const HOST_NAMES: &str = "names starting with `_burrow_` belong to the host, and
      names of the table-valued functions its statements use (`json_each`, `json_tree`, `pragma_*`)";
 
 /// Why the schema after a guest statement is refused, if it is.
-fn violation(conn: &Connection, before: &[SchemaObject]) -> rusqlite::Result<Option<String>> {
+fn violation(conn: &Connection, before: &HostPart) -> rusqlite::Result<Option<String>> {
     if let Some(object) = internal_objects(conn, TEMP_INTERNAL_OBJECTS)?.first() {
         return Ok(Some(format!(
             "the statement would make {} in `temp`; {HOST_NAMES}",
             describe(object)
         )));
     }
-    let after = internal_objects(conn, MAIN_INTERNAL_OBJECTS)?;
-    if after != before {
+    let after = host_part(conn)?;
+    if after.objects != before.objects {
         let changed = after
+            .objects
             .iter()
-            .find(|o| !before.contains(o))
-            .or_else(|| before.iter().find(|o| !after.contains(o)))
+            .find(|o| !before.objects.contains(o))
+            .or_else(|| before.objects.iter().find(|o| !after.objects.contains(o)))
             .map_or_else(|| "the host's objects".to_string(), describe);
         return Ok(Some(format!(
             "the statement would make or change {changed}; {HOST_NAMES}"
         )));
     }
+    if after.counters != before.counters {
+        return Ok(Some(
+            "the statement would change the host's rows of sqlite_sequence (its counters); \
+             SQLite's own upkeep may change only the rows of the guest's tables"
+                .into(),
+        ));
+    }
     let foreign_key: Option<(String, String)> = conn
         .prepare(FOREIGN_KEYS_INTO_INTERNAL)?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    Ok(foreign_key.map(|(table, parent)| {
-        format!(
+    if let Some((table, parent)) = foreign_key {
+        return Ok(Some(format!(
             "the table `{table}` would have a foreign key into `{parent}`; foreign keys may not \
              name the host's internal tables"
-        )
-    }))
+        )));
+    }
+    for statistics in ["sqlite_stat1", "sqlite_stat4"] {
+        if !has_table(conn, statistics)? {
+            continue;
+        }
+        let named: Option<(String, String)> = conn
+            .prepare(&HOST_STATISTICS.replace("%s", statistics))?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((table, index)) = named {
+            return Ok(Some(format!(
+                "the statement would leave a row of {statistics} naming the host's `{}`; the \
+                 planner's statistics of the host's tables are the host's",
+                if is_internal(&table) { table } else { index }
+            )));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
