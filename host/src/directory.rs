@@ -115,6 +115,12 @@ impl Directory {
         slot
     }
 
+    /// The slot of `address`, if it has one.
+    pub(crate) fn get(&self, address: &Address) -> Option<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap();
+        slots.get(&*address.actor)?.get(&*address.key).cloned()
+    }
+
     fn collect(&self, keep: impl Fn(&Slot) -> bool) -> Vec<Arc<Slot>> {
         let slots = self.slots.lock().unwrap();
         slots

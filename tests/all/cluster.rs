@@ -286,16 +286,68 @@ async fn increments_spread_over_three_hosts_sum_exactly() {
 struct Seen {
     acknowledged: Vec<String>,
     unknown: Vec<String>,
-    /// When the first call succeeded after the kill.
+    /// When the first call succeeded after the fault began.
     back_at: Option<Instant>,
+    /// Calls that failed: when each began, and what it said.
+    failed: Vec<(Instant, String)>,
+}
+
+/// What happens to the owner of a round's instances.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// `kill -9`.
+    Kill,
+    /// `SIGSTOP` for this long (past the lease), then `SIGCONT`.
+    Pause(Duration),
+}
+
+/// Faults for `rounds` rounds, drawn from `seed`: a kill first, a pause
+/// second, then either, a pause lasting from just past the lease and its
+/// margin to twice the lease.
+fn faults(seed: u64, rounds: usize) -> Vec<Fault> {
+    let mut state = seed | 1;
+    let mut next = move || {
+        // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let shortest = LEASE + MARGIN + Duration::from_millis(100);
+    let pause = move |n: u64| {
+        let spread = (LEASE * 2 - shortest).as_millis() as u64;
+        Fault::Pause(shortest + Duration::from_millis(n % (spread + 1)))
+    };
+    (0..rounds)
+        .map(|round| match round {
+            0 => Fault::Kill,
+            1 => pause(next()),
+            _ if next() % 2 == 0 => Fault::Kill,
+            _ => pause(next()),
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn kill_9_of_owners_under_load_loses_nothing_acknowledged_and_repeats_nothing() {
+async fn kill_9_and_pauses_of_owners_under_load_lose_nothing_acknowledged_and_repeat_nothing() {
+    let seed = std::env::var("BURROW_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    let faults = faults(seed, 4);
+    eprintln!("faults {faults:?} (BURROW_TEST_SEED={seed})");
+    // After a fault, every instance is writable again within this, through
+    // every host: from the kill, or from the end of the pause.
+    let bound = LEASE + MARGIN + Duration::from_secs(1);
     let mut cluster = Cluster::start(3);
     let mut failovers = Vec::new();
-    for round in 0..3usize {
-        let victim = round;
+    for (round, fault) in faults.into_iter().enumerate() {
+        let victim = round % 3;
         let others: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
         let owner = cluster.client(victim);
         // The victim takes the leases: it serves the first requests.
@@ -320,56 +372,93 @@ async fn kill_9_of_owners_under_load_loses_nothing_acknowledged_and_repeats_noth
         call(&owner, "queue-probe", &queue, "enqueue", json!([events])).await;
 
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let killed_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let fault_at: Arc<Mutex<Option<Instant>>> = Arc::default();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut load = tokio::task::JoinSet::new();
         for task in 0..6usize {
             let client = cluster.client(others[task % 2]);
             let key = keys[task % keys.len()].clone();
-            let (seen, killed_at, stop) = (seen.clone(), killed_at.clone(), stop.clone());
+            let (seen, fault_at, stop) = (seen.clone(), fault_at.clone(), stop.clone());
             load.spawn(async move {
                 let mut n = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     n += 1;
                     let note = format!("{key}/t{task}/{n}");
-                    let after_kill = killed_at.lock().unwrap().is_some();
+                    let after_fault = fault_at.lock().unwrap().is_some();
+                    let began = Instant::now();
                     let answer = client
                         .call("talk", &key, "note", &json!([note]).to_string())
                         .await;
                     let mut seen = seen.lock().unwrap();
                     match answer {
                         Ok(_) => {
-                            // The first call begun after the kill that
+                            // The first call begun after the fault that
                             // succeeds: the instance is back.
                             let now = Instant::now();
-                            if after_kill && seen.back_at.is_none_or(|at| now < at) {
+                            if after_fault && seen.back_at.is_none_or(|at| now < at) {
                                 seen.back_at = Some(now);
                             }
                             seen.acknowledged.push(note);
                         }
-                        Err(_) => seen.unknown.push(note),
+                        Err(e) => {
+                            seen.failed
+                                .push((began, format!("{key}: {}: {}", e.code, e.message)));
+                            seen.unknown.push(note);
+                        }
                     }
                 }
             });
         }
         tokio::time::sleep(Duration::from_millis(400)).await;
-        cluster.kill_9(victim);
-        let at = Instant::now();
-        *killed_at.lock().unwrap() = Some(at);
-        // Calls that were on their way to the dead owner end without an
-        // answer; the first to succeed after the kill marks the failover.
-        tokio::time::sleep(LEASE + MARGIN + Duration::from_secs(2)).await;
+        // From when the instances must come back within the bound.
+        let fault_end = match fault {
+            Fault::Kill => {
+                cluster.kill_9(victim);
+                let at = Instant::now();
+                *fault_at.lock().unwrap() = Some(at);
+                at
+            }
+            Fault::Pause(pause) => {
+                cluster.signal(victim, "STOP");
+                *fault_at.lock().unwrap() = Some(Instant::now());
+                tokio::time::sleep(pause).await;
+                cluster.signal(victim, "CONT");
+                Instant::now()
+            }
+        };
+        // Calls that were on their way to the stopped owner end without
+        // an answer; the first to succeed after the fault marks the
+        // failover.
+        tokio::time::sleep(bound + Duration::from_secs(2)).await;
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         while let Some(done) = load.join_next().await {
             done.unwrap();
         }
-        cluster.start_host(victim);
+        if let Fault::Kill = fault {
+            cluster.start_host(victim);
+        }
         let seen = Arc::try_unwrap(seen).ok().unwrap().into_inner().unwrap();
-        let back = seen.back_at.expect("no call succeeded after the kill") - at;
-        failovers.push(back);
+        let at = fault_at.lock().unwrap().expect("the fault happened");
+        let back = seen.back_at.expect("no call succeeded after the fault") - at;
+        failovers.push((fault, back));
+        if let Fault::Kill = fault {
+            assert!(
+                back <= bound + Duration::from_millis(500),
+                "the instances came back {back:?} after the kill"
+            );
+        }
+        // No instance stays unwritable past the bound.
+        let late: Vec<&String> = seen
+            .failed
+            .iter()
+            .filter(|(began, _)| *began >= fault_end + bound)
+            .map(|(_, error)| error)
+            .collect();
         assert!(
-            back <= LEASE + MARGIN + Duration::from_millis(1500),
-            "the instances came back {back:?} after the kill"
+            late.is_empty(),
+            "round {round} ({fault:?}): {} calls begun {bound:?} after the fault ended failed: {:#?}",
+            late.len(),
+            &late[..late.len().min(10)]
         );
 
         // Every acknowledged note exactly once; nothing twice.
@@ -438,7 +527,7 @@ async fn kill_9_of_owners_under_load_loses_nothing_acknowledged_and_repeats_noth
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    eprintln!("failover times after kill -9: {failovers:?}");
+    eprintln!("back after each fault: {failovers:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -772,4 +861,141 @@ async fn a_clean_leave_hands_instances_over_at_once() {
         begun.elapsed()
     );
     assert_eq!(leases(&b).await.get("host-0"), None, "the host left");
+}
+
+/// What the callers of one counter through one host saw after a pause.
+#[derive(Default)]
+struct Writes {
+    /// Increments answered (each applied once).
+    acknowledged: u64,
+    /// Increments that failed: (when the call began, what it said).
+    failed: Vec<(Instant, String)>,
+}
+
+/// Increments `key` through `client` in sequence until `stop`, recording
+/// what each call said into `writes`.
+async fn keep_incrementing(
+    client: Client,
+    key: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    writes: Arc<Mutex<Writes>>,
+) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let began = Instant::now();
+        let answer = client.call("counter", &key, "increment", "[1]").await;
+        {
+            let mut writes = writes.lock().unwrap();
+            match answer {
+                Ok(_) => writes.acknowledged += 1,
+                Err(e) => writes
+                    .failed
+                    .push((began, format!("{}: {}", e.code, e.message))),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Host 0 serves six counters, is paused (SIGSTOP) for `pause` while the
+/// others call them, and resumes. From lease + margin + 1 s after the
+/// resume on, every increment through every host succeeds, and no lease is
+/// held by an expired membership; every acknowledged increment is kept,
+/// none twice.
+async fn every_counter_is_writable_after_a_pause_of(pause: Duration) {
+    let cluster = Cluster::start(3);
+    let keys: Vec<String> = (0..6).map(|i| format!("z{i}")).collect();
+    let first = cluster.client(0);
+    for _ in 0..10 {
+        for key in &keys {
+            call(&first, "counter", key, "increment", json!([1])).await;
+        }
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = tokio::task::JoinSet::new();
+    let mut writes = Vec::new();
+    let mut start_load = |hosts: &[usize], load: &mut tokio::task::JoinSet<()>| {
+        for &host in hosts {
+            for key in &keys {
+                let seen = Arc::new(Mutex::new(Writes::default()));
+                writes.push((host, key.clone(), seen.clone()));
+                load.spawn(keep_incrementing(
+                    cluster.client(host),
+                    key.clone(),
+                    stop.clone(),
+                    seen,
+                ));
+            }
+        }
+    };
+    cluster.signal(0, "STOP");
+    start_load(&[1, 2], &mut load);
+    tokio::time::sleep(pause).await;
+    cluster.signal(0, "CONT");
+    let resumed = Instant::now();
+    start_load(&[0], &mut load);
+    let bound = LEASE + MARGIN + Duration::from_secs(1);
+    tokio::time::sleep(bound + Duration::from_secs(4)).await;
+    let status = cluster.client(1).cluster_status().await.unwrap();
+    eprintln!("DEBUG status {status:#}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    while let Some(done) = load.join_next().await {
+        done.unwrap();
+    }
+
+    let mut late = Vec::new();
+    let mut acknowledged: HashMap<&str, u64> = HashMap::new();
+    let mut unknown: HashMap<&str, u64> = HashMap::new();
+    for (host, key, seen) in &writes {
+        let seen = seen.lock().unwrap();
+        *acknowledged.entry(key).or_default() += seen.acknowledged;
+        *unknown.entry(key).or_default() += seen.failed.len() as u64;
+        for (began, error) in &seen.failed {
+            if *began >= resumed + bound {
+                late.push(format!(
+                    "{key} through host {host}, {:?} after the resume: {error}",
+                    *began - resumed
+                ));
+            }
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "after a pause of {pause:?}, {} calls begun later than {bound:?} after the resume failed; the first: {:#?}",
+        late.len(),
+        &late[..late.len().min(10)]
+    );
+    let expired: Vec<&Value> = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| !h["live"].as_bool().unwrap() && h["leases"].as_i64().unwrap() > 0)
+        .collect();
+    assert!(
+        expired.is_empty(),
+        "expired memberships still hold leases {bound:?} after the resume: {expired:?}"
+    );
+    for key in &keys {
+        let value = call(&cluster.client(2), "counter", key, "get", json!([])).await;
+        let value = value.as_u64().unwrap();
+        let (done, maybe) = (10 + acknowledged[key.as_str()], unknown[key.as_str()]);
+        assert!(
+            (done..=done + maybe).contains(&value),
+            "{key} is {value}: {done} increments were acknowledged and {maybe} failed"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_just_under_the_lease_leaves_every_instance_writable() {
+    every_counter_is_writable_after_a_pause_of(LEASE - Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_just_over_the_lease_leaves_every_instance_writable() {
+    every_counter_is_writable_after_a_pause_of(LEASE + MARGIN + Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_of_twice_the_lease_leaves_every_instance_writable() {
+    every_counter_is_writable_after_a_pause_of(LEASE * 2).await;
 }

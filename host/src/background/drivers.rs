@@ -155,8 +155,12 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
                 index.set_mark(Mark::Workflow, actor, key, Some(at))
             }
         };
-        if let Err(e) = marked {
-            tracing::error!(actor, key, error = %e, "cannot record the workflow mark");
+        match marked {
+            // In a cluster, the lease is gone (another host took it, or this
+            // host's membership expired): the mark stays as it was, and the
+            // host that takes the lease drives the workflow.
+            Ok(()) | Err(MarkError::NotHeld) => {}
+            Err(e) => tracing::error!(actor, key, error = %e, "cannot record the workflow mark"),
         }
         return;
     }

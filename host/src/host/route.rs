@@ -111,7 +111,7 @@ impl Host {
                 address: owner.address,
             }));
         }
-        match self.core.claim(&address).await {
+        match self.core.claim_to_serve(&address).await {
             Ok(()) => Ok(None),
             Err(Error::Moved { owner, address, .. }) => Ok(Some(Owner { id: owner, address })),
             Err(e) => Err(e),

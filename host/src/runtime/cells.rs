@@ -67,21 +67,54 @@ impl Core {
     /// Makes the instance at `address` this host's to open (in a cluster:
     /// its lease, and its file the replicated one). Another host's
     /// instance is [`Error::Moved`], for the public host to forward to.
+    ///
+    /// A cell this host opened under a lease it has lost since (its
+    /// membership expired while it was paused or cut off) keeps the file
+    /// open until it is replaced, and the file may not be restored
+    /// meanwhile: such a cell, awake and not in use, is closed here and
+    /// the claim made again. One in use is replaced by the operation that
+    /// comes next; the claim is then [`Error::Conflict`], which callers
+    /// retry.
     pub(crate) async fn claim(&self, address: &Address) -> Result<(), Error> {
-        let (actor, key) = (address.actor.to_string(), address.key.to_string());
-        self.store.claim(address).await.map_err(|e| match e {
-            ClaimError::Elsewhere(owner) => Error::Moved {
-                actor,
-                key,
-                owner: owner.id,
-                address: owner.address,
-                live: owner.live,
-            },
-            ClaimError::Busy => Error::Conflict { actor, key },
-            e @ (ClaimError::Cluster(_) | ClaimError::Restore(_)) => {
-                Error::ClusterUnavailable(format!("cannot take `{address}`: {e}"))
+        self.claim_closing_stale(address)
+            .await
+            .map_err(|e| claim_error(address, e))
+    }
+
+    /// [`Core::claim`] for a request about to be served: an instance
+    /// whose lease this host has just taken is served here even while a
+    /// cell of a lost lease still has its file open, since the operation
+    /// replaces that cell (see [`Core::with_cell`]) and claims again.
+    pub(crate) async fn claim_to_serve(&self, address: &Address) -> Result<(), Error> {
+        match self.claim_closing_stale(address).await {
+            Ok(()) | Err(ClaimError::Busy) => Ok(()),
+            Err(e) => Err(claim_error(address, e)),
+        }
+    }
+
+    async fn claim_closing_stale(&self, address: &Address) -> Result<(), ClaimError> {
+        match self.store.claim(address).await {
+            Err(ClaimError::Busy) if self.close_stale_cell(address) => {
+                self.store.claim(address).await
             }
-        })
+            claimed => claimed,
+        }
+    }
+
+    /// Closes the awake cell of `address` if it must be replaced (see
+    /// `Cell::is_broken`) and no operation holds it. Whether it did.
+    fn close_stale_cell(&self, address: &Address) -> bool {
+        let Some(slot) = self.directory.get(address) else {
+            return false;
+        };
+        let Ok(mut state) = slot.state.try_lock() else {
+            return false;
+        };
+        if !matches!(&*state, SlotState::Awake(cell) if cell.is_broken()) {
+            return false;
+        }
+        *state = SlotState::Asleep;
+        true
     }
 
     /// Runs `op` on the awake cell of (`actor`, `key`), waking or creating
@@ -263,5 +296,23 @@ impl Core {
         Err(Error::Overloaded(format!(
             "all {max} awake instances are busy; raise --max-awake or try again"
         )))
+    }
+}
+
+/// What a failed claim of `address` means to the caller.
+fn claim_error(address: &Address, e: ClaimError) -> Error {
+    let (actor, key) = (address.actor.to_string(), address.key.to_string());
+    match e {
+        ClaimError::Elsewhere(owner) => Error::Moved {
+            actor,
+            key,
+            owner: owner.id,
+            address: owner.address,
+            live: owner.live,
+        },
+        ClaimError::Busy => Error::Conflict { actor, key },
+        e @ (ClaimError::Cluster(_) | ClaimError::Restore(_)) => {
+            Error::ClusterUnavailable(format!("cannot take `{address}`: {e}"))
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The reaper: puts instances idle past their actor's `sleep_timeout` to
-//! sleep (running their sleep hook) and forgets their slots. An instance
-//! with client connections stays awake.
+//! sleep (running their sleep hook) and forgets their slots, and closes
+//! cells that must be replaced (a trap, a caller gone mid-call, a lost
+//! lease) without waiting for their next use. An instance with client
+//! connections stays awake.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -21,6 +23,16 @@ pub(super) async fn reap_idle(core: Weak<Core>) {
         let Some(core) = core.upgrade() else { return };
         if core.is_shutting_down() {
             return;
+        }
+        // A cell that must be replaced (in a cluster: its lease was lost)
+        // closes its files now, not at its next use, so that the lease
+        // can be taken again and the file restored.
+        for slot in core.directory.all() {
+            if let Ok(mut state) = slot.state.try_lock()
+                && matches!(&*state, SlotState::Awake(cell) if cell.is_broken())
+            {
+                *state = SlotState::Asleep;
+            }
         }
         for slot in core.directory.idle() {
             let address = &slot.address;

@@ -14,6 +14,7 @@ use crate::config::MAX_PROCESS_CALLS_PER_INSTANCE;
 use crate::error::Error;
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
+use crate::storage::marks::MarkError;
 use crate::storage::queue as queue_db;
 
 /// A pump is kept awake this long when its next event is due soon, rather
@@ -190,15 +191,23 @@ impl Run {
     /// Ends after an error, to try again in `after`.
     fn end_for(&mut self, after: Duration) -> Result<(), Error> {
         let at = now_ms() + after.as_millis() as i64;
-        self.work
-            .core
-            .store
-            .marks()
-            .set_mark_from(Mark::Queue, self.actor(), self.key(), || {
-                Ok::<_, rusqlite::Error>(Some(at))
-            })
-            .map_err(|e| self.marks_failed(e))?
-            .map_err(|e| self.storage(e))?;
+        let marked = self.work.core.store.marks().set_mark_from(
+            Mark::Queue,
+            self.actor(),
+            self.key(),
+            || Ok::<_, rusqlite::Error>(Some(at)),
+        );
+        match marked {
+            // In a cluster, the lease is gone (another host took it, or this
+            // host's membership expired): the mark stays as it was, and the
+            // host that takes the lease runs the queue.
+            Err(MarkError::NotHeld) => {}
+            marked => {
+                marked
+                    .map_err(|e| self.marks_failed(e))?
+                    .map_err(|e| self.storage(e))?;
+            }
+        }
         self.work.pump_ended(&self.address, self.id);
         Ok(())
     }

@@ -15,9 +15,13 @@
 //!
 //! A heartbeat that finds the row expired (the host was paused, or cut
 //! off, for longer than its lease) does not renew it: the host joins again
-//! under a new id, and every lease it held under the old one is gone. What
-//! it still had in flight under the old id is refused by the fence of the
-//! commit it would make (`shipper.rs`).
+//! under a new id, and every lease it held under the old one is gone: it
+//! forgets them, gives them back in PostgreSQL and deletes the old row, so
+//! that other hosts take those instances at once. What it still had in
+//! flight under the old id is refused by the fence of the commit it would
+//! make (`shipper.rs`). A heartbeat that renews also gives back the leases
+//! of members expired for more than the margin, so that no lease stays
+//! with a host that is gone.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -98,6 +102,45 @@ async fn renew(shared: &Shared, id: &str) -> Result<bool, ClusterError> {
     Ok(renewed == 1)
 }
 
+/// Gives back every lease of `id`, this host's membership that expired,
+/// and forgets it: other hosts take its instances at once. Nothing it
+/// wrote can land any more (every write is fenced by the membership being
+/// unexpired), and this host has forgotten those leases already.
+async fn leave_expired(shared: &Shared, id: &str) -> Result<u64, ClusterError> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await?;
+    let released = tx
+        .execute(
+            "UPDATE burrow_instances SET owner = NULL WHERE owner = $1",
+            &[&id],
+        )
+        .await?;
+    tx.execute(
+        "DELETE FROM burrow_hosts WHERE id = $1 AND expires_at <= now()",
+        &[&id],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(released)
+}
+
+/// Gives back the leases of members whose membership expired more than a
+/// margin ago (a host that died, or was paused or cut off and has not come
+/// back): their instances are anyone's to take already, and now nothing
+/// shows them held.
+async fn release_expired(shared: &Shared) -> Result<u64, ClusterError> {
+    let client = shared.client().await?;
+    let margin = shared.config.margin.as_secs_f64();
+    Ok(client
+        .execute(
+            "UPDATE burrow_instances SET owner = NULL
+             WHERE owner IN (SELECT id FROM burrow_hosts
+                             WHERE expires_at + make_interval(secs => $1) < now())",
+            &[&margin],
+        )
+        .await?)
+}
+
 /// Members that expired this many leases ago and hold no lease are
 /// forgotten.
 const FORGET_AFTER_LEASES: u32 = 60;
@@ -141,7 +184,12 @@ pub(super) async fn beat(shared: std::sync::Weak<Shared>, heartbeat: Duration) {
         let sent = Instant::now();
         let timeout = shared.config.lease;
         match tokio::time::timeout(timeout, renew(&shared, &member.id)).await {
-            Ok(Ok(true)) => shared.renewed(&member, sent + shared.valid_for()),
+            Ok(Ok(true)) => {
+                shared.renewed(&member, sent + shared.valid_for());
+                if let Err(e) = release_expired(&shared).await {
+                    tracing::warn!(error = %e, "cannot give back the leases of expired members");
+                }
+            }
             Ok(Ok(false)) => {
                 tracing::warn!(
                     host = %member.id,
@@ -151,6 +199,9 @@ pub(super) async fn beat(shared: std::sync::Weak<Shared>, heartbeat: Duration) {
                     Ok(joined) => {
                         tracing::info!(host = %joined.id, "joined the cluster again");
                         shared.rejoined(joined);
+                        if let Err(e) = leave_expired(&shared, &member.id).await {
+                            tracing::warn!(host = %member.id, error = %e, "cannot give back the leases of the expired membership; other hosts take them a margin after it expired");
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot join the cluster again; the next heartbeat tries")
