@@ -30,6 +30,7 @@ use crate::error::Error;
 use crate::host::{
     CALLER_HEADER, Claim, FORWARDED_HEADER, Hop, Host, SIGNATURE_HEADER, caller_header,
 };
+use crate::text::escaped;
 
 /// How long a connection without a token has to send it.
 pub const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -382,7 +383,9 @@ impl Drop for OpenConnection {
                 runtime.spawn(async move { disconnect(&host, &actor, &key, connection).await });
             }
             Err(_) => tracing::warn!(
-                %actor, %key, connection = id,
+                actor = actor.as_str(),
+                key = key.as_str(),
+                connection = id,
                 "the disconnect hook cannot run: the runtime is gone"
             ),
         }
@@ -395,7 +398,7 @@ async fn disconnect(host: &Host, actor: &str, key: &str, connection: Connection)
     match host.disconnect(actor, key, connection).await {
         Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
         Err(e) => {
-            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
+            tracing::warn!(actor, key, connection = id, error = %escaped(&e), "the disconnect hook failed")
         }
     }
 }
