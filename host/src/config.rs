@@ -390,6 +390,10 @@ pub const MAX_FAILURE_MESSAGE_BYTES: usize = 4096;
 /// larger one closes the connection), and the read buffer of a connection.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 4096;
 
+/// How long a request signed by another host of the cluster may take to
+/// send its body (read only once its signature's form and time hold).
+pub const PEER_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Most instances that may have connections at once: half of `max_awake`
 /// (rounded down). A connected instance stays awake, so the other half of
 /// the awake instances stays free for calls, queues, schedules and

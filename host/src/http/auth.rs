@@ -32,7 +32,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::ApiError;
 use crate::caller::{Caller, Role};
-use crate::config::MAX_ARGS_BYTES;
+use crate::config::{MAX_ARGS_BYTES, PEER_BODY_TIMEOUT};
 use crate::host::{
     CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, Host, SIGNATURE_HEADER,
     caller_from_header,
@@ -388,7 +388,10 @@ fn claims_a_host(headers: &HeaderMap) -> bool {
 
 /// A request from another host of the cluster, with its signature checked
 /// and the caller it vouches for in its extensions; a 401 when it does
-/// not hold.
+/// not hold. What can be checked without the body is checked first (the
+/// headers, this host being in a cluster, the signature's form and time),
+/// so that a request no host sent is refused before its body is read; the
+/// body then has [`PEER_BODY_TIMEOUT`] to arrive.
 async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError> {
     let refused = |why: String| {
         unauthenticated(&format!(
@@ -396,9 +399,6 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
         ))
     };
     let (mut parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, MAX_ARGS_BYTES)
-        .await
-        .map_err(|e| refused(format!("its body cannot be read: {e}")))?;
     let header = |name: &str| -> Result<&str, ApiError> {
         match parts.headers.get(name) {
             None => Ok(""),
@@ -414,6 +414,19 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
             "it has no {SIGNATURE_HEADER} or no {CALLER_HEADER}"
         )));
     }
+    let signature = host.read_peer_signature(signature).map_err(refused)?;
+    let body = tokio::time::timeout(
+        PEER_BODY_TIMEOUT,
+        axum::body::to_bytes(body, MAX_ARGS_BYTES),
+    )
+    .await
+    .map_err(|_| {
+        refused(format!(
+            "its body did not arrive within {} s",
+            PEER_BODY_TIMEOUT.as_secs()
+        ))
+    })?
+    .map_err(|e| refused(format!("its body cannot be read: {e}")))?;
     let claim = Claim {
         method: parts.method.as_str(),
         path_and_query: parts
@@ -425,7 +438,7 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
         caller,
         body: &body,
     };
-    host.verify_peer(&claim, signature).map_err(refused)?;
+    host.verify_peer(&claim, &signature).map_err(refused)?;
     let caller = caller_from_header(caller).map_err(refused)?;
     parts.extensions.insert(caller);
     Ok(Request::from_parts(parts, Body::from(body)))
