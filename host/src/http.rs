@@ -28,8 +28,9 @@
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 401 (no or a wrong API token, or a request between
 //! hosts whose signature does not hold), 403 (a token not allowed the
-//! request), 404 (unknown actor, action, instance or route), 405
-//! (a method the route does not take), 409
+//! request; on a server without tokens, another site's request or a
+//! `Host` that is not its own), 404 (unknown actor, action, instance or
+//! route), 405 (a method the route does not take), 409
 //! (already exists), 413 (body or payload too large), 422 (the action
 //! returned an error), 429 (the queue is full, or a token is past its
 //! limits), 500 (the guest trapped) or
@@ -65,6 +66,7 @@ use crate::runtime::Deployed;
 mod accept;
 mod auth;
 mod connect;
+mod origin;
 mod own_wakes;
 mod tls;
 mod ui;
@@ -192,6 +194,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
     let guard = auth::Guard {
         host: host.clone(),
         access: serving.access.clone(),
+        tls: serving.tls.is_some(),
     };
     let router = Router::new()
         .route("/healthz", get(health))

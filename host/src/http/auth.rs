@@ -10,7 +10,8 @@
 //!   the actors it names); everything else needs an admin token. A route
 //!   not in [`permission`]'s table needs an admin token.
 //! - A server without tokens lets every request through as an anonymous
-//!   client.
+//!   client, but not from another site's page or to a name that is not
+//!   its own (`origin.rs`).
 //!
 //! A WebSocket client that cannot set a header (a browser) may connect
 //! without one and send the token as its first message (`{"token": ...}`);
@@ -275,12 +276,13 @@ pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Pe
     }
 }
 
-/// What the guard needs: the host (for the cluster's key) and who may use
-/// it.
+/// What the guard needs: the host (for the cluster's key), who may use
+/// it, and whether it is served over HTTPS (the scheme of its own pages).
 #[derive(Clone)]
 pub(super) struct Guard {
     pub(super) host: Host,
     pub(super) access: Access,
+    pub(super) tls: bool,
 }
 
 /// The middleware every routed request passes (see the module docs). It
@@ -299,10 +301,17 @@ pub(super) async fn guard(
         };
     }
     let access = &guard.access;
+    if !access.checks_tokens() {
+        if let Err(refused) = super::origin::check(request.headers(), None, guard.tls) {
+            return refusal(refused);
+        }
+        request.extensions_mut().insert(Caller::Client(None));
+        return next.run(request).await;
+    }
     let route = route.as_ref().map_or("", MatchedPath::as_str);
     let method = request.method().clone();
     let permission = permission(&method, route, access.open_metrics);
-    if permission == Permission::Public || !access.checks_tokens() {
+    if permission == Permission::Public {
         request.extensions_mut().insert(Caller::Client(None));
         return next.run(request).await;
     }
