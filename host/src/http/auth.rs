@@ -12,6 +12,10 @@
 //! - A server without tokens lets every request through as an anonymous
 //!   client, but not from another site's page or to a name that is not
 //!   its own (`origin.rs`).
+//! - A request that passes (a token known here, a host's signature, any
+//!   request on a server without tokens) authenticates its connection:
+//!   it no longer counts among those waiting for authentication
+//!   (`gate.rs`).
 //!
 //! A WebSocket client that cannot set a header (a browser) may connect
 //! without one and send the token as its first message (`{"token": ...}`);
@@ -32,6 +36,7 @@ use governor::{DefaultDirectRateLimiter, Quota};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::ApiError;
+use super::gate::Ticket;
 use crate::caller::{Caller, Role};
 use crate::config::{MAX_ARGS_BYTES, PEER_BODY_TIMEOUT};
 use crate::host::{
@@ -294,15 +299,20 @@ pub(super) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let ticket = request.extensions().get::<Arc<Ticket>>().cloned();
     if claims_a_host(request.headers()) {
         return match from_a_host(&guard.host, request).await {
-            Ok(request) => next.run(request).await,
+            Ok(request) => {
+                authenticated(ticket.as_deref());
+                next.run(request).await
+            }
             Err(refused) => refusal(refused),
         };
     }
     let access = &guard.access;
     if !access.checks_tokens() {
-        if let Err(refused) = super::origin::check(request.headers(), None, guard.tls) {
+        let local = ticket.as_deref().map(Ticket::local);
+        if let Err(refused) = super::origin::check(request.headers(), local, guard.tls) {
             return refusal(refused);
         }
         request.extensions_mut().insert(Caller::Client(None));
@@ -333,7 +343,12 @@ pub(super) async fn guard(
     let admitted = access
         .authenticate(&presented)
         .and_then(|token| match token {
-            Some(token) => access.admit(token, permission, actor.as_deref(), &what),
+            Some(token) => {
+                // Known here: whatever the token may do, the connection
+                // has authenticated.
+                authenticated(ticket.as_deref());
+                access.admit(token, permission, actor.as_deref(), &what)
+            }
             None => Ok(Caller::Client(None)),
         });
     match admitted {
@@ -342,6 +357,14 @@ pub(super) async fn guard(
             next.run(request).await
         }
         Err(refused) => refusal(refused),
+    }
+}
+
+/// Marks the connection of `ticket` (if served by the accept loop) as
+/// authenticated.
+fn authenticated(ticket: Option<&Ticket>) {
+    if let Some(ticket) = ticket {
+        ticket.authenticated();
     }
 }
 
