@@ -44,7 +44,7 @@ use serde_json::value::RawValue;
 
 pub use instance::Instance;
 pub use subscription::{Event, Subscription};
-pub use tls::{CA_CERT_ENV, Trust, crypto_provider};
+pub use tls::{CA_CERT_ENV, POOL_IDLE_TIMEOUT, Trust, crypto_provider};
 pub use wire::{
     ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendOptions,
     SendOutcome,

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use rustls::ClientConfig;
 use rustls::crypto::CryptoProvider;
@@ -20,6 +21,10 @@ use crate::ClientError;
 /// The environment variable that names a CA certificate (PEM) to trust
 /// besides the system's roots, read by [`Trust::from_env`].
 pub const CA_CERT_ENV: &str = "BURROW_CA_CERT";
+
+/// How long a client of Burrow keeps an idle connection to a server for
+/// its next request.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(50);
 
 /// The certificates a client trusts: the system's roots, plus the CA
 /// certificates added to it. Cheap to clone.
@@ -117,10 +122,14 @@ impl Trust {
     }
 
     /// A reqwest client builder whose TLS has this trust: every HTTP client
-    /// of Burrow is made from one.
+    /// of Burrow is made from one. It lets an idle connection go after
+    /// [`POOL_IDLE_TIMEOUT`], before a server with the default idle
+    /// timeout (60 s) closes it: a request sent as the server closes would
+    /// fail.
     pub fn http_client(&self) -> reqwest::ClientBuilder {
         reqwest::Client::builder()
             .tls_backend_preconfigured(ClientConfig::clone(&self.client_config()))
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
     }
 
     /// The connector of a WebSocket with this trust.

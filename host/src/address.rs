@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::text::escaped;
+
 /// A map keyed by actor names: hashed with foldhash, a few times cheaper
 /// than the standard SipHash on short names, and looked up several times
 /// by every call. Its names are the manifest's and the deploys' (the
@@ -19,8 +21,10 @@ pub(crate) struct Address {
     pub(crate) key: Arc<str>,
 }
 
+/// `actor/key`, with the key's control characters escaped (a client
+/// chooses it, and an address goes into log lines).
 impl std::fmt::Display for Address {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.actor, self.key)
+        write!(f, "{}/{}", self.actor, escaped(&self.key))
     }
 }

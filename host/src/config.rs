@@ -390,6 +390,131 @@ pub const MAX_FAILURE_MESSAGE_BYTES: usize = 4096;
 /// larger one closes the connection), and the read buffer of a connection.
 pub const MAX_CLIENT_MESSAGE_BYTES: usize = 4096;
 
+// The HTTP front: how long a connection may wait, and how many may be
+// open, per client address and in all, before any token is checked.
+
+/// Default of how long a connection with no request in flight may send
+/// nothing before it is closed (`--idle-timeout`): from its opening (after
+/// TLS's handshake) or from the end of its last answer.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of how long a request's head (its request line and headers) may
+/// take to arrive whole, from its first byte (`--header-timeout`).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of the most TCP connections the server holds open at once, HTTP
+/// and WebSocket alike (`--max-tcp-connections`); past it a new one is
+/// closed at once.
+pub const DEFAULT_MAX_TCP_CONNECTIONS: usize = 20_000;
+/// Default of the most TCP connections one client address may hold open
+/// (`--max-tcp-connections-per-address`); past it its new ones are closed
+/// at once. IPv6 addresses count by their /64 network.
+pub const DEFAULT_MAX_TCP_CONNECTIONS_PER_ADDRESS: usize = 1_000;
+/// Default of the most connections waiting for authentication (accepted,
+/// with no authenticated request yet) at once (`--max-unauthenticated`);
+/// past it a new connection is closed at once.
+pub const DEFAULT_MAX_UNAUTHENTICATED: usize = 1_000;
+/// Default of the most connections one client address may have waiting
+/// for authentication (`--max-unauthenticated-per-address`).
+pub const DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS: usize = 100;
+/// Default of the most WebSockets waiting for their first-message token at
+/// once (`--max-token-waits`); past it an upgrade without a token is
+/// answered 503 `too-many-connections`.
+pub const DEFAULT_MAX_TOKEN_WAITS: usize = 256;
+/// Default of the most WebSockets one client address may have waiting for
+/// their first-message token (`--max-token-waits-per-address`); past it an
+/// upgrade without a token is answered 429 `rate-limited`.
+pub const DEFAULT_MAX_TOKEN_WAITS_PER_ADDRESS: usize = 16;
+/// Longest `idle_timeout` or `header_timeout` a server takes.
+pub const MAX_HTTP_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// How long a WebSocket without a token has to send it as its first
+/// message.
+pub const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request signed by another host of the cluster may take to
+/// send its body (read only once its signature's form and time hold).
+pub const PEER_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The timeouts and caps of the HTTP front (`burrow serve`'s flags, or the
+/// same names under `[host]`). A refused connection or upgrade is refused
+/// at once, never queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// See [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// See [`DEFAULT_HEADER_TIMEOUT`].
+    pub header_timeout: Duration,
+    /// See [`DEFAULT_MAX_TCP_CONNECTIONS`].
+    pub max_tcp_connections: usize,
+    /// See [`DEFAULT_MAX_TCP_CONNECTIONS_PER_ADDRESS`].
+    pub max_tcp_connections_per_address: usize,
+    /// See [`DEFAULT_MAX_UNAUTHENTICATED`].
+    pub max_unauthenticated: usize,
+    /// See [`DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS`].
+    pub max_unauthenticated_per_address: usize,
+    /// See [`DEFAULT_MAX_TOKEN_WAITS`].
+    pub max_token_waits: usize,
+    /// See [`DEFAULT_MAX_TOKEN_WAITS_PER_ADDRESS`].
+    pub max_token_waits_per_address: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        HttpLimits {
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_tcp_connections: DEFAULT_MAX_TCP_CONNECTIONS,
+            max_tcp_connections_per_address: DEFAULT_MAX_TCP_CONNECTIONS_PER_ADDRESS,
+            max_unauthenticated: DEFAULT_MAX_UNAUTHENTICATED,
+            max_unauthenticated_per_address: DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
+            max_token_waits: DEFAULT_MAX_TOKEN_WAITS,
+            max_token_waits_per_address: DEFAULT_MAX_TOKEN_WAITS_PER_ADDRESS,
+        }
+    }
+}
+
+impl HttpLimits {
+    /// Checks that every timeout and cap lets something through: `Err`
+    /// names the one that would refuse every connection.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, timeout) in [
+            ("idle_timeout", self.idle_timeout),
+            ("header_timeout", self.header_timeout),
+        ] {
+            if timeout.is_zero() {
+                return Err(format!(
+                    "{name} must be above 0: every connection would be closed at once"
+                ));
+            }
+            if timeout > MAX_HTTP_TIMEOUT {
+                return Err(format!(
+                    "{name} must be at most {} h",
+                    MAX_HTTP_TIMEOUT.as_secs() / 3600
+                ));
+            }
+        }
+        for (name, cap) in [
+            ("max_tcp_connections", self.max_tcp_connections),
+            (
+                "max_tcp_connections_per_address",
+                self.max_tcp_connections_per_address,
+            ),
+            ("max_unauthenticated", self.max_unauthenticated),
+            (
+                "max_unauthenticated_per_address",
+                self.max_unauthenticated_per_address,
+            ),
+            ("max_token_waits", self.max_token_waits),
+            (
+                "max_token_waits_per_address",
+                self.max_token_waits_per_address,
+            ),
+        ] {
+            if cap == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Most instances that may have connections at once: half of `max_awake`
 /// (rounded down). A connected instance stays awake, so the other half of
 /// the awake instances stays free for calls, queues, schedules and
@@ -427,6 +552,37 @@ mod tests {
                 .contains("unknown unit")
         );
         assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn http_limits_refuse_what_would_refuse_every_connection() {
+        assert_eq!(HttpLimits::default().check(), Ok(()));
+        let zero = HttpLimits {
+            header_timeout: Duration::ZERO,
+            ..HttpLimits::default()
+        };
+        assert!(
+            zero.check()
+                .unwrap_err()
+                .starts_with("header_timeout must be above 0")
+        );
+        let long = HttpLimits {
+            idle_timeout: MAX_HTTP_TIMEOUT + Duration::from_secs(1),
+            ..HttpLimits::default()
+        };
+        assert!(
+            long.check()
+                .unwrap_err()
+                .contains("idle_timeout must be at most 24 h")
+        );
+        let none = HttpLimits {
+            max_unauthenticated_per_address: 0,
+            ..HttpLimits::default()
+        };
+        assert_eq!(
+            none.check(),
+            Err("max_unauthenticated_per_address must be at least 1".into())
+        );
     }
 
     #[test]

@@ -23,17 +23,20 @@
 //!
 //! Every routed request passes the guard of `auth.rs` first: with API
 //! tokens, a route needs the role its table says (see README's
-//! "Security").
+//! "Security"). Before that, the accept loop (`accept.rs`) holds every
+//! connection to the timeouts and caps of [`HttpLimits`].
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 401 (no or a wrong API token, or a request between
 //! hosts whose signature does not hold), 403 (a token not allowed the
-//! request), 404 (unknown actor, action, instance or route), 405
-//! (a method the route does not take), 409
-//! (already exists), 413 (body or payload too large), 422 (the action
-//! returned an error), 429 (the queue is full, or a token is past its
-//! limits), 500 (the guest trapped) or
-//! 503 (overloaded, timed out, shutting down).
+//! request; on a server without tokens, another site's request or a
+//! `Host` that is not its own), 404 (unknown actor, action, instance or
+//! route), 405 (a method the route does not take), 409 (already exists),
+//! 413 (body or payload too large), 422 (the action returned an error),
+//! 429 (the queue is full, a token is past its limits, or an address has
+//! too many WebSockets waiting for their token), 500 (the guest trapped)
+//! or 503 (overloaded, timed out, shutting down, too many WebSockets
+//! waiting for their token).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -56,7 +59,8 @@ use crate::address::Address;
 use crate::caller::Caller;
 use crate::client::{ErrorBody, ErrorDetail, GuestFailure};
 use crate::config::{
-    DEFAULT_SEND_WAIT, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES, MAX_SEND_WAIT,
+    DEFAULT_SEND_WAIT, HttpLimits, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES,
+    MAX_SEND_WAIT,
 };
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
@@ -65,6 +69,9 @@ use crate::runtime::Deployed;
 mod accept;
 mod auth;
 mod connect;
+mod gate;
+mod idle;
+mod origin;
 mod own_wakes;
 mod tls;
 mod ui;
@@ -83,6 +90,9 @@ pub struct Serving {
     /// HTTPS with this certificate and key (reloaded when their files
     /// change) instead of plain HTTP.
     pub tls: Option<Tls>,
+    /// How long connections may wait and how many may be open, per client
+    /// address and in all.
+    pub limits: HttpLimits,
 }
 
 impl Default for Serving {
@@ -91,6 +101,7 @@ impl Default for Serving {
             ui: true,
             access: Access::open(),
             tls: None,
+            limits: HttpLimits::default(),
         }
     }
 }
@@ -192,6 +203,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
     let guard = auth::Guard {
         host: host.clone(),
         access: serving.access.clone(),
+        tls: serving.tls.is_some(),
     };
     let router = Router::new()
         .route("/healthz", get(health))
@@ -290,6 +302,10 @@ pub async fn serve_with(
 ) -> anyhow::Result<()> {
     let address = listener.local_addr()?;
     serving.access.check_address(address)?;
+    serving
+        .limits
+        .check()
+        .map_err(|e| anyhow::anyhow!("the HTTP limits are not acceptable: {e}"))?;
     tracing::info!(%address, tls = serving.tls.is_some(), "burrow is serving");
     // Open connections would keep the graceful shutdown waiting: close
     // them when it begins.
@@ -299,11 +315,15 @@ pub async fn serve_with(
         connections.close_connections();
     };
     let router = router_with(host.clone(), serving.clone());
+    let front = accept::Front {
+        limits: serving.limits,
+        checks_tokens: serving.access.checks_tokens(),
+    };
     match serving.tls {
-        Some(pair) => tls::serve(listener, router, pair, shutdown).await,
+        Some(pair) => tls::serve(listener, router, pair, front, shutdown).await,
         None => {
             let plain = axum_server::accept::DefaultAcceptor::new();
-            accept::serve(listener, router, plain, shutdown).await
+            accept::serve(listener, router, plain, front, shutdown).await
         }
     }
     host.shutdown().await;

@@ -13,7 +13,8 @@
 //! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
 //!
 //! - leaves: `address`, `caller` ([`Caller`]), [`config`], `error`, `deadline`, `watchdog`,
-//!   `blocking`, `bindings`, `engine`, `cache`, `metrics`;
+//!   `blocking`, `bindings`, `engine`, `cache`, `metrics`, `text` (outside text escaped for
+//!   logs);
 //! - data: `storage/*` (the instance store, the index of marks, instance
 //!   databases, their tables and SQL sandbox), `inspect` (read-only
 //!   views), `connections` (client connections and their events),
@@ -79,6 +80,7 @@ mod presence;
 pub mod queue;
 mod runtime;
 mod storage;
+mod text;
 pub mod tokens;
 mod watchdog;
 pub mod workflow;

@@ -10,6 +10,14 @@
 //! open_metrics = false        # /metrics without a token (default false)
 //! tls_cert = "tls/cert.pem"   # optional: serve HTTPS with this certificate
 //! tls_key = "tls/key.pem"     #   and this key (PEM; both or neither)
+//! idle_timeout = "60s"        # a connection with no request in flight
+//! header_timeout = "10s"      # a request's line and headers, from the first byte
+//! max_tcp_connections = 20000 # TCP connections open at once
+//! max_tcp_connections_per_address = 1000
+//! max_unauthenticated = 1000  # connections with no authenticated request yet
+//! max_unauthenticated_per_address = 100
+//! max_token_waits = 256       # WebSockets waiting for their first-message token
+//! max_token_waits_per_address = 16
 //!
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
@@ -94,6 +102,26 @@ pub struct HostSection {
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of `tls_cert`.
     pub tls_key: Option<PathBuf>,
+    /// How long a connection with no request in flight may send nothing
+    /// (`60s`; `--idle-timeout` wins).
+    pub idle_timeout: Option<String>,
+    /// How long a request's line and headers may take to arrive, from
+    /// their first byte (`10s`; `--header-timeout` wins).
+    pub header_timeout: Option<String>,
+    /// TCP connections open at once (`--max-tcp-connections` wins).
+    pub max_tcp_connections: Option<usize>,
+    /// TCP connections open at once from one client address.
+    pub max_tcp_connections_per_address: Option<usize>,
+    /// Connections with no authenticated request yet.
+    pub max_unauthenticated: Option<usize>,
+    /// Connections with no authenticated request yet from one client
+    /// address.
+    pub max_unauthenticated_per_address: Option<usize>,
+    /// WebSockets waiting for their first-message token.
+    pub max_token_waits: Option<usize>,
+    /// WebSockets waiting for their first-message token from one client
+    /// address.
+    pub max_token_waits_per_address: Option<usize>,
 }
 
 /// One actor of the manifest.
@@ -171,6 +199,14 @@ impl Manifest {
         }
         if raw.host.tls_cert.is_some() != raw.host.tls_key.is_some() {
             bail!("in [host]: tls_cert and tls_key go together: give both or neither");
+        }
+        for (name, value) in [
+            ("idle_timeout", &raw.host.idle_timeout),
+            ("header_timeout", &raw.host.header_timeout),
+        ] {
+            if let Some(value) = value {
+                parse_duration(value).map_err(|e| anyhow!("in [host]: {name}: {e}"))?;
+            }
         }
         if let Some(cluster) = &raw.cluster {
             for (name, value) in [
@@ -319,6 +355,28 @@ mod tests {
         assert!(err("[actors.Bad]\ncomponent = 'x'").contains("actor name `Bad`"));
         assert!(err("[actors.c]\nbuild = 'x'").contains("component"));
         assert!(err("[host]\ntls_cert = 'c.pem'").contains("tls_cert and tls_key go together"));
+        assert!(err("[host]\nidle_timeout = '1 day'").contains("idle_timeout"));
+        assert!(err("[host]\nmax_token_waits = -1").contains("max_token_waits"));
+    }
+
+    #[test]
+    fn the_http_fronts_limits_are_host_options() {
+        let m = Manifest::parse(
+            "[host]\nidle_timeout = '90s'\nheader_timeout = '5s'\nmax_tcp_connections = 50\n\
+             max_tcp_connections_per_address = 40\nmax_unauthenticated = 30\n\
+             max_unauthenticated_per_address = 20\nmax_token_waits = 10\n\
+             max_token_waits_per_address = 5",
+            Path::new("/proj"),
+        )
+        .unwrap();
+        assert_eq!(m.host.idle_timeout.as_deref(), Some("90s"));
+        assert_eq!(m.host.header_timeout.as_deref(), Some("5s"));
+        assert_eq!(m.host.max_tcp_connections, Some(50));
+        assert_eq!(m.host.max_tcp_connections_per_address, Some(40));
+        assert_eq!(m.host.max_unauthenticated, Some(30));
+        assert_eq!(m.host.max_unauthenticated_per_address, Some(20));
+        assert_eq!(m.host.max_token_waits, Some(10));
+        assert_eq!(m.host.max_token_waits_per_address, Some(5));
     }
 
     #[test]

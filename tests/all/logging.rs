@@ -215,3 +215,71 @@ async fn guest_text_cannot_forge_log_lines_and_failures_are_cut() {
         "{scheduled}"
     );
 }
+
+/// A client's text cannot forge a log line either: an instance key from a
+/// request's path, with a newline, a carriage return and an escape
+/// sequence, is escaped in every line and span that names it (guest output
+/// tagged with the instance, the `call` span at debug level).
+#[tokio::test]
+async fn client_text_cannot_forge_log_lines() {
+    captured();
+    // This test's own log, at debug level, on this thread (the runtime's
+    // only one): the spans of the calls are in it.
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("burrow=debug")
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _local = tracing::subscriber::set_default(subscriber);
+
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    let server = Server::start(host.clone()).await;
+    let key = "key-7733\nFORGED-7733 ERROR burrow: all is lost\r\u{1b}[2K";
+    let encoded: String = key
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "{}/actors/probe/{encoded}/actions/shout",
+            server.url
+        ))
+        .body("[\"marker-7733\"]")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(host.keys("probe").await.unwrap(), vec![key.to_owned()]);
+    server.stop().await;
+
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let mine: Vec<&str> = text.lines().filter(|l| l.contains("7733")).collect();
+    for line in &mine {
+        assert!(
+            !line.starts_with("FORGED-7733"),
+            "a forged log line: {line}\nin:\n{text}"
+        );
+        assert!(!line.contains('\r') && !line.contains('\u{1b}'), "{line:?}");
+    }
+    for origin in ["stdout: marker-7733", "stderr: marker-7733"] {
+        let line = mine
+            .iter()
+            .find(|l| l.contains(origin))
+            .unwrap_or_else(|| panic!("no {origin} line in:\n{text}"));
+        assert!(line.contains("key-7733\\nFORGED-7733"), "{line}");
+    }
+    let in_call = mine
+        .iter()
+        .find(|l| l.contains("call{"))
+        .unwrap_or_else(|| panic!("no line in a call's span in:\n{text}"));
+    assert!(in_call.contains("key-7733\\nFORGED-7733"), "{in_call}");
+}

@@ -21,6 +21,7 @@ mod deploy;
 mod destroy;
 mod errors;
 mod examples;
+mod front;
 mod hostile;
 mod http;
 mod lifecycle;

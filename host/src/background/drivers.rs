@@ -17,6 +17,7 @@ use crate::presence::Lease;
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 use crate::storage::marks::MarkError;
+use crate::text::escaped;
 
 use super::Background;
 
@@ -150,7 +151,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             // Another host of the cluster serves it: its timer drives it.
             Err(Error::ShuttingDown | Error::Moved { .. }) => return,
             Err(e) => {
-                tracing::warn!(actor, key, error = %e, "the workflow cannot run; it tries again later");
+                tracing::warn!(actor, key, error = %escaped(&e), "the workflow cannot run; it tries again later");
                 let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
                 index.set_mark(Mark::Workflow, actor, key, Some(at))
             }
@@ -160,7 +161,9 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             // host's membership expired): the mark stays as it was, and the
             // host that takes the lease drives the workflow.
             Ok(()) | Err(MarkError::NotHeld) => {}
-            Err(e) => tracing::error!(actor, key, error = %e, "cannot record the workflow mark"),
+            Err(e) => {
+                tracing::error!(actor, key, error = %escaped(&e), "cannot record the workflow mark")
+            }
         }
         return;
     }

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::presence::Lease;
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
+use crate::text::escaped;
 
 use super::Background;
 
@@ -61,7 +62,7 @@ impl Background {
                             .marks()
                             .set_mark_from(Mark::Schedule, actor, key, || Ok::<_, ()>(None));
                     if let Err(e) = clear {
-                        tracing::warn!(actor, key, error = %e, "cannot clear the schedule mark");
+                        tracing::warn!(actor, key, error = %escaped(&e), "cannot clear the schedule mark");
                     }
                     return;
                 }
@@ -71,7 +72,7 @@ impl Background {
                 // Tried again later, not at every turn of the timer: the
                 // instance does not hold the front of the due list.
                 Err(e) => {
-                    tracing::warn!(actor, key, error = %e, "cannot run the due schedules; they are tried again later");
+                    tracing::warn!(actor, key, error = %escaped(&e), "cannot run the due schedules; they are tried again later");
                     let at = now_ms() + SCHEDULE_RETRY_AFTER_ERROR.as_millis() as i64;
                     let later =
                         self.core
@@ -79,7 +80,7 @@ impl Background {
                             .marks()
                             .set_mark_from(Mark::Schedule, actor, key, || Ok::<_, ()>(Some(at)));
                     if let Err(e) = later {
-                        tracing::warn!(actor, key, error = %e, "cannot move the schedule mark");
+                        tracing::warn!(actor, key, error = %escaped(&e), "cannot move the schedule mark");
                     }
                     return;
                 }

@@ -2,12 +2,12 @@
 //! instance and cut at [`MAX_LOG_LINE_BYTES`].
 //!
 //! Every guest text that reaches a log line or a stored error goes through
-//! [`clean`] first (see `instance::output`).
+//! [`clean`] first (see `text.rs` and `instance::output`).
 
 use crate::bindings::log::{Host, Level};
 use crate::config::MAX_LOG_LINE_BYTES;
 use crate::instance::InstanceState;
-use crate::instance::output::clean;
+use crate::text::clean;
 
 impl Host for InstanceState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {

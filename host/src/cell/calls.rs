@@ -17,6 +17,7 @@ use crate::instance::{ConflictTrap, InstanceState, Mode};
 use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 use crate::storage::schedule as schedule_db;
+use crate::text::escaped;
 
 use super::{Cell, storage_error};
 
@@ -72,11 +73,11 @@ impl Cell {
                 Err(e) => {
                     self.metrics().schedule_ran(Err(&e));
                     tracing::warn!(
-                        actor = %self.name().actor,
-                        key = %self.name().key,
+                        actor = &*self.name().actor,
+                        key = &*self.name().key,
                         schedule = schedule.id,
                         action = %failure_text(&schedule.action),
-                        error = %e,
+                        error = %escaped(&e),
                         "a scheduled action failed; it is not run again (a recurring one runs at its next time)"
                     );
                     let now = now_ms();

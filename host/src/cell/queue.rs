@@ -222,8 +222,8 @@ impl Cell {
             // Processed (or destroyed) meanwhile by another runner: this
             // processing is rolled back whole.
             tracing::warn!(
-                actor = %self.name().actor,
-                key = %self.name().key,
+                actor = &*self.name().actor,
+                key = &*self.name().key,
                 event = event.id,
                 "the event was no longer pending when its processing ended; rolled back"
             );

@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::instance::commit::{CommitError, Durable, Unsynced};
 use crate::storage::instance_db::InstanceDb;
+use crate::text::escaped;
 
 use super::{Cell, Start};
 
@@ -21,14 +22,14 @@ impl Cell {
             return;
         }
         if let Err(e) = self.hook_transaction("sleep").await {
-            tracing::warn!(error = %e, "the sleep hook failed");
+            tracing::warn!(error = %escaped(&e), "the sleep hook failed");
         }
     }
 
     /// Runs the `destroy` hook before the instance's data is deleted.
     pub(crate) async fn destroy(mut self) {
         if let Err(e) = self.hook_transaction("destroy").await {
-            tracing::warn!(error = %e, "the destroy hook failed; destroying anyway");
+            tracing::warn!(error = %escaped(&e), "the destroy hook failed; destroying anyway");
         }
     }
 

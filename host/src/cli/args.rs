@@ -117,6 +117,42 @@ pub struct AccessArgs {
     pub open_metrics: bool,
 }
 
+/// How long connections may wait and how many may be open, per client
+/// address and in all (each also under `[host]` in the manifest; a flag
+/// wins). Past a cap a connection is closed at once.
+#[derive(Debug, clap::Args)]
+pub struct HttpArgs {
+    /// How long a connection with no request in flight may send nothing
+    /// before it is closed (default 60s).
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// How long a request's line and headers may take to arrive, from
+    /// their first byte (default 10s).
+    #[arg(long, value_name = "DURATION")]
+    pub header_timeout: Option<String>,
+    /// TCP connections open at once, HTTP and WebSocket (default 20000).
+    #[arg(long, value_name = "N")]
+    pub max_tcp_connections: Option<usize>,
+    /// TCP connections open at once from one client address (default
+    /// 1000; behind a proxy, every client has the proxy's).
+    #[arg(long, value_name = "N")]
+    pub max_tcp_connections_per_address: Option<usize>,
+    /// Connections with no authenticated request yet (default 1000).
+    #[arg(long, value_name = "N")]
+    pub max_unauthenticated: Option<usize>,
+    /// Connections with no authenticated request yet from one client
+    /// address (default 100).
+    #[arg(long, value_name = "N")]
+    pub max_unauthenticated_per_address: Option<usize>,
+    /// WebSockets waiting for their first-message token (default 256).
+    #[arg(long, value_name = "N")]
+    pub max_token_waits: Option<usize>,
+    /// WebSockets waiting for their first-message token from one client
+    /// address (default 16).
+    #[arg(long, value_name = "N")]
+    pub max_token_waits_per_address: Option<usize>,
+}
+
 /// Settings of a host that joins a cluster (each also under `[cluster]` in
 /// the manifest; a flag wins).
 #[derive(Debug, clap::Args)]
@@ -184,6 +220,9 @@ pub enum Command {
         /// Who may use the server.
         #[command(flatten)]
         access: AccessArgs,
+        /// How long connections may wait, and how many may be open.
+        #[command(flatten)]
+        http: HttpArgs,
         /// Serve HTTPS with this certificate (chain, PEM), read again when
         /// the file changes; with `--tls-key` (also `[host] tls_cert`).
         #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -258,6 +297,9 @@ pub enum Command {
         /// Who may use the server.
         #[command(flatten)]
         access: AccessArgs,
+        /// How long connections may wait, and how many may be open.
+        #[command(flatten)]
+        http: HttpArgs,
         /// Host settings.
         #[command(flatten)]
         host: HostArgs,

@@ -18,8 +18,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::build::run_build_command;
-use super::embedded::{access_of, announce, host_config, load_manifest, stop_signal, tls};
-use super::{AccessArgs, HostArgs};
+use super::embedded::{
+    access_of, announce, host_config, http_limits, load_manifest, stop_signal, tls,
+};
+use super::{AccessArgs, HostArgs, HttpArgs};
 use crate::host::Host;
 use crate::manifest::ActorSpec;
 
@@ -39,10 +41,12 @@ pub(super) async fn dev(
     manifest_path: &Path,
     listen: SocketAddr,
     access: &AccessArgs,
+    http: &HttpArgs,
     args: &HostArgs,
 ) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
     let access = access_of(&manifest, access, listen)?;
+    let limits = http_limits(&manifest, http)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let config = host_config(&manifest, args);
     let tls = tls(&manifest, None)?;
@@ -72,6 +76,7 @@ pub(super) async fn dev(
         ui: manifest.host.ui.unwrap_or(true),
         access,
         tls,
+        limits,
     };
     let served = crate::http::serve_with(host, listener, serving, stop_signal()).await;
     watcher.abort();

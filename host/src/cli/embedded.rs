@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use super::{AccessArgs, ClusterArgs, HostArgs};
-use crate::config::{ClusterConfig, HostConfig, parse_duration};
+use super::{AccessArgs, ClusterArgs, HostArgs, HttpArgs};
+use crate::config::{ClusterConfig, HostConfig, HttpLimits, parse_duration};
 use crate::host::Host;
 use crate::http::Tls;
 use crate::manifest::Manifest;
@@ -81,6 +81,68 @@ pub(super) fn cluster_config(
     Ok(Some(config))
 }
 
+/// The HTTP front's timeouts and caps, from the flags and the manifest's
+/// `[host]` (a flag wins), else the defaults; an error names the setting
+/// that is not acceptable.
+pub(super) fn http_limits(manifest: &Manifest, args: &HttpArgs) -> Result<HttpLimits> {
+    let section = &manifest.host;
+    let mut limits = HttpLimits::default();
+    let duration = |flag: &Option<String>, option: &Option<String>, name: &str| {
+        flag.as_ref()
+            .or(option.as_ref())
+            .map(|text| parse_duration(text).map_err(|e| anyhow::anyhow!("{name}: {e}")))
+            .transpose()
+    };
+    if let Some(t) = duration(&args.idle_timeout, &section.idle_timeout, "idle_timeout")? {
+        limits.idle_timeout = t;
+    }
+    if let Some(t) = duration(
+        &args.header_timeout,
+        &section.header_timeout,
+        "header_timeout",
+    )? {
+        limits.header_timeout = t;
+    }
+    for (flag, option, cap) in [
+        (
+            args.max_tcp_connections,
+            section.max_tcp_connections,
+            &mut limits.max_tcp_connections,
+        ),
+        (
+            args.max_tcp_connections_per_address,
+            section.max_tcp_connections_per_address,
+            &mut limits.max_tcp_connections_per_address,
+        ),
+        (
+            args.max_unauthenticated,
+            section.max_unauthenticated,
+            &mut limits.max_unauthenticated,
+        ),
+        (
+            args.max_unauthenticated_per_address,
+            section.max_unauthenticated_per_address,
+            &mut limits.max_unauthenticated_per_address,
+        ),
+        (
+            args.max_token_waits,
+            section.max_token_waits,
+            &mut limits.max_token_waits,
+        ),
+        (
+            args.max_token_waits_per_address,
+            section.max_token_waits_per_address,
+            &mut limits.max_token_waits_per_address,
+        ),
+    ] {
+        if let Some(n) = flag.or(option) {
+            *cap = n;
+        }
+    }
+    limits.check().map_err(anyhow::Error::msg)?;
+    Ok(limits)
+}
+
 /// The certificate and key a server serves HTTPS with: the flags' pair,
 /// else the manifest's; `None` (plain HTTP) when neither names one. Read
 /// now, so that a missing or bad file stops the command before the host
@@ -110,6 +172,7 @@ pub(super) async fn serve(
     listen: SocketAddr,
     no_ui: bool,
     access: &AccessArgs,
+    http: &HttpArgs,
     tls: Option<(PathBuf, PathBuf)>,
     args: &HostArgs,
     cluster: &ClusterArgs,
@@ -117,6 +180,7 @@ pub(super) async fn serve(
 ) -> Result<()> {
     let manifest = load_manifest(manifest_path)?;
     let access = access_of(&manifest, access, listen)?;
+    let limits = http_limits(&manifest, http)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let tls = self::tls(&manifest, tls)?;
     let mut config = host_config(&manifest, args);
@@ -136,6 +200,7 @@ pub(super) async fn serve(
         ui: !no_ui && manifest.host.ui.unwrap_or(true),
         access,
         tls,
+        limits,
     };
     crate::http::serve_with(host, listener, serving, stop_signal()).await?;
     Ok(())
@@ -206,4 +271,60 @@ pub(super) async fn stop_signal() {
     };
     tokio::select! { _ = interrupt => {}, _ = terminate => {} }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn serve_flags(flags: &[&str]) -> HttpArgs {
+        let cli = Cli::try_parse_from(["burrow", "serve"].iter().chain(flags)).unwrap();
+        match cli.command {
+            Command::Serve { http, .. } => http,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn http_limits_come_from_the_flags_then_the_manifest_then_the_defaults() {
+        let manifest = Manifest::parse(
+            "[host]\nidle_timeout = '90s'\nheader_timeout = '5s'\nmax_token_waits = 7",
+            Path::new("/proj"),
+        )
+        .unwrap();
+        let limits = http_limits(
+            &manifest,
+            &serve_flags(&[
+                "--header-timeout",
+                "2s",
+                "--max-unauthenticated-per-address",
+                "3",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(limits.idle_timeout, Duration::from_secs(90));
+        assert_eq!(limits.header_timeout, Duration::from_secs(2));
+        assert_eq!(limits.max_token_waits, 7);
+        assert_eq!(limits.max_unauthenticated_per_address, 3);
+        assert_eq!(
+            limits.max_tcp_connections,
+            HttpLimits::default().max_tcp_connections
+        );
+        let refused = http_limits(&manifest, &serve_flags(&["--max-tcp-connections", "0"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("max_tcp_connections must be at least 1"),
+            "{refused}"
+        );
+        let refused = http_limits(&manifest, &serve_flags(&["--idle-timeout", "soon"]))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.starts_with("idle_timeout:"), "{refused}");
+    }
 }

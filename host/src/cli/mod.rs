@@ -25,8 +25,8 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 pub use args::{
-    AccessArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, LogFormat,
-    Target,
+    AccessArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, HttpArgs,
+    LogFormat, Target,
 };
 pub use output::exit_code;
 
@@ -77,6 +77,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             listen,
             no_ui,
             access,
+            http,
             tls_cert,
             tls_key,
             host,
@@ -88,6 +89,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 listen,
                 no_ui,
                 &access,
+                &http,
                 tls,
                 &host,
                 &cluster,
@@ -99,9 +101,10 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         Command::Dev {
             listen,
             access,
+            http,
             host,
         } => {
-            dev::dev(manifest, listen, &access, &host).await?;
+            dev::dev(manifest, listen, &access, &http, &host).await?;
             Ok(None)
         }
         Command::Cluster {

@@ -4,6 +4,7 @@
 use crate::cell::Origin;
 use crate::directory::SlotState;
 use crate::error::Error;
+use crate::text::escaped;
 
 use super::Host;
 
@@ -60,7 +61,7 @@ impl Host {
                     Ok(cell) => Some(Box::new(cell)),
                     Err(Error::NoSuchInstance { .. }) => None,
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot wake the instance for its destroy hook");
+                        tracing::warn!(error = %escaped(&e), "cannot wake the instance for its destroy hook");
                         None
                     }
                 },

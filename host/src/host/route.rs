@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use burrow_client::{ErrorBody, GuestFailure};
 use reqwest::{Method, StatusCode};
 
-use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER};
+use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER, Signature};
 use crate::address::Address;
 use crate::caller::Caller;
 use crate::error::Error;
@@ -424,13 +424,25 @@ impl Host {
         self.core.store.cluster().map_or(&[], |c| c.secret())
     }
 
-    /// Checks that a request claiming to come from another host of the
-    /// cluster does: `Err` says why not.
-    pub(crate) fn verify_peer(&self, claim: &Claim<'_>, signature: &str) -> Result<(), String> {
+    /// What can be checked of a request claiming to come from another host
+    /// of the cluster before its body is read: that this host is in a
+    /// cluster, and its signature's form and time. `Err` says why it
+    /// cannot hold.
+    pub(crate) fn read_peer_signature(&self, signature: &str) -> Result<Signature, String> {
         if self.core.store.cluster().is_none() {
             return Err("this host runs alone: no other host forwards to it".into());
         }
-        claim.verify(self.cluster_secret(), signature)
+        Signature::read(self.cluster_secret(), signature)
+    }
+
+    /// Checks that a request claiming to come from another host of the
+    /// cluster does, with its body: `Err` says why not.
+    pub(crate) fn verify_peer(
+        &self,
+        claim: &Claim<'_>,
+        signature: &Signature,
+    ) -> Result<(), String> {
+        claim.holds(self.cluster_secret(), signature)
     }
 }
 

@@ -2,7 +2,9 @@
 //! request (or a call or send of guest code, or a WebSocket) signs what it
 //! claims, with the key the cluster keeps in PostgreSQL, and the host that
 //! serves it believes the claim only if the signature holds. A request that
-//! only says it comes from a host is refused.
+//! only says it comes from a host is refused; the signature's form and
+//! time are checked before its body is read ([`Signature::read`]), so that
+//! a request no host sent is refused without its body.
 //!
 //! The signature is an HMAC-SHA256 over the method, the path and query,
 //! the forwarding host, the chain of calling instances, the caller, the
@@ -68,11 +70,37 @@ impl Claim<'_> {
 
     /// Checks `signature` (a signature header's value) against this claim:
     /// `Err` says why it does not hold.
+    #[cfg(test)]
     pub(crate) fn verify(&self, secret: &[u8], signature: &str) -> Result<(), String> {
+        self.holds(secret, &Signature::read(secret, signature)?)
+    }
+
+    /// Whether `signature`, read and within its time already, signs this
+    /// claim: `Err` says why not.
+    pub(crate) fn holds(&self, secret: &[u8], signature: &Signature) -> Result<(), String> {
+        self.mac(secret, signature.at_ms)
+            .verify_slice(&signature.tag)
+            .map_err(|_| "the signature does not match the request".into())
+    }
+}
+
+/// A signature header's value, read and with its time checked: what can
+/// be known of a signed request before its body is read.
+pub(crate) struct Signature {
+    at_ms: u64,
+    tag: Vec<u8>,
+}
+
+impl Signature {
+    /// Reads `text` (`<milliseconds>.<hex>`), for a host whose cluster key
+    /// is `secret`: `Err` says why it cannot hold, whatever it signs (no
+    /// key here, not of the form, a time more than [`MAX_SKEW`] away from
+    /// this host's clock).
+    pub(crate) fn read(secret: &[u8], text: &str) -> Result<Signature, String> {
         if secret.is_empty() {
             return Err("this host has no cluster key".into());
         }
-        let (at, tag) = signature
+        let (at, tag) = text
             .split_once('.')
             .ok_or("the signature is not <time>.<hex>")?;
         let at_ms: u64 = at
@@ -86,9 +114,7 @@ impl Claim<'_> {
                 MAX_SKEW.as_millis()
             ));
         }
-        self.mac(secret, at_ms)
-            .verify_slice(&tag)
-            .map_err(|_| "the signature does not match the request".into())
+        Ok(Signature { at_ms, tag })
     }
 }
 
@@ -127,6 +153,26 @@ mod tests {
         assert!(other_caller.verify(&secret, &signature).is_err());
         assert!(claim(b"[1]").verify(&[], &signature).is_err());
         assert!(claim(b"[1]").verify(&secret, "garbage").is_err());
+    }
+
+    #[test]
+    fn a_signature_is_read_and_timed_before_what_it_signs() {
+        let secret = [7u8; 32];
+        let signature = claim(b"[1]").sign(&secret);
+        let read = Signature::read(&secret, &signature).unwrap();
+        assert_eq!(claim(b"[1]").holds(&secret, &read), Ok(()));
+        assert!(claim(b"[2]").holds(&secret, &read).is_err());
+        for (text, why) in [
+            ("garbage", "not <time>.<hex>"),
+            ("soon.00", "time is not a number"),
+            ("1.zz", "not hex"),
+            ("1.00", "away from this host's clock"),
+        ] {
+            let refused = Signature::read(&secret, text).err().unwrap();
+            assert!(refused.contains(why), "{text}: {refused}");
+        }
+        let refused = Signature::read(&[], &signature).err().unwrap();
+        assert!(refused.contains("no cluster key"), "{refused}");
     }
 
     #[test]

@@ -10,7 +10,12 @@
 //!   the actors it names); everything else needs an admin token. A route
 //!   not in [`permission`]'s table needs an admin token.
 //! - A server without tokens lets every request through as an anonymous
-//!   client.
+//!   client, but not from another site's page or to a name that is not
+//!   its own (`origin.rs`).
+//! - A request that passes (a token known here, a host's signature, any
+//!   request on a server without tokens) authenticates its connection:
+//!   it no longer counts among those waiting for authentication
+//!   (`gate.rs`).
 //!
 //! A WebSocket client that cannot set a header (a browser) may connect
 //! without one and send the token as its first message (`{"token": ...}`);
@@ -31,8 +36,9 @@ use governor::{DefaultDirectRateLimiter, Quota};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::ApiError;
+use super::gate::Ticket;
 use crate::caller::{Caller, Role};
-use crate::config::MAX_ARGS_BYTES;
+use crate::config::{MAX_ARGS_BYTES, PEER_BODY_TIMEOUT};
 use crate::host::{
     CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, Host, SIGNATURE_HEADER,
     caller_from_header,
@@ -275,12 +281,13 @@ pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Pe
     }
 }
 
-/// What the guard needs: the host (for the cluster's key) and who may use
-/// it.
+/// What the guard needs: the host (for the cluster's key), who may use
+/// it, and whether it is served over HTTPS (the scheme of its own pages).
 #[derive(Clone)]
 pub(super) struct Guard {
     pub(super) host: Host,
     pub(super) access: Access,
+    pub(super) tls: bool,
 }
 
 /// The middleware every routed request passes (see the module docs). It
@@ -292,17 +299,29 @@ pub(super) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let ticket = request.extensions().get::<Arc<Ticket>>().cloned();
     if claims_a_host(request.headers()) {
         return match from_a_host(&guard.host, request).await {
-            Ok(request) => next.run(request).await,
+            Ok(request) => {
+                authenticated(ticket.as_deref());
+                next.run(request).await
+            }
             Err(refused) => refusal(refused),
         };
     }
     let access = &guard.access;
+    if !access.checks_tokens() {
+        let local = ticket.as_deref().map(Ticket::local);
+        if let Err(refused) = super::origin::check(request.headers(), local, guard.tls) {
+            return refusal(refused);
+        }
+        request.extensions_mut().insert(Caller::Client(None));
+        return next.run(request).await;
+    }
     let route = route.as_ref().map_or("", MatchedPath::as_str);
     let method = request.method().clone();
     let permission = permission(&method, route, access.open_metrics);
-    if permission == Permission::Public || !access.checks_tokens() {
+    if permission == Permission::Public {
         request.extensions_mut().insert(Caller::Client(None));
         return next.run(request).await;
     }
@@ -324,7 +343,12 @@ pub(super) async fn guard(
     let admitted = access
         .authenticate(&presented)
         .and_then(|token| match token {
-            Some(token) => access.admit(token, permission, actor.as_deref(), &what),
+            Some(token) => {
+                // Known here: whatever the token may do, the connection
+                // has authenticated.
+                authenticated(ticket.as_deref());
+                access.admit(token, permission, actor.as_deref(), &what)
+            }
             None => Ok(Caller::Client(None)),
         });
     match admitted {
@@ -333,6 +357,14 @@ pub(super) async fn guard(
             next.run(request).await
         }
         Err(refused) => refusal(refused),
+    }
+}
+
+/// Marks the connection of `ticket` (if served by the accept loop) as
+/// authenticated.
+fn authenticated(ticket: Option<&Ticket>) {
+    if let Some(ticket) = ticket {
+        ticket.authenticated();
     }
 }
 
@@ -388,7 +420,10 @@ fn claims_a_host(headers: &HeaderMap) -> bool {
 
 /// A request from another host of the cluster, with its signature checked
 /// and the caller it vouches for in its extensions; a 401 when it does
-/// not hold.
+/// not hold. What can be checked without the body is checked first (the
+/// headers, this host being in a cluster, the signature's form and time),
+/// so that a request no host sent is refused before its body is read; the
+/// body then has [`PEER_BODY_TIMEOUT`] to arrive.
 async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError> {
     let refused = |why: String| {
         unauthenticated(&format!(
@@ -396,9 +431,6 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
         ))
     };
     let (mut parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, MAX_ARGS_BYTES)
-        .await
-        .map_err(|e| refused(format!("its body cannot be read: {e}")))?;
     let header = |name: &str| -> Result<&str, ApiError> {
         match parts.headers.get(name) {
             None => Ok(""),
@@ -414,6 +446,19 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
             "it has no {SIGNATURE_HEADER} or no {CALLER_HEADER}"
         )));
     }
+    let signature = host.read_peer_signature(signature).map_err(refused)?;
+    let body = tokio::time::timeout(
+        PEER_BODY_TIMEOUT,
+        axum::body::to_bytes(body, MAX_ARGS_BYTES),
+    )
+    .await
+    .map_err(|_| {
+        refused(format!(
+            "its body did not arrive within {} s",
+            PEER_BODY_TIMEOUT.as_secs()
+        ))
+    })?
+    .map_err(|e| refused(format!("its body cannot be read: {e}")))?;
     let claim = Claim {
         method: parts.method.as_str(),
         path_and_query: parts
@@ -425,7 +470,7 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
         caller,
         body: &body,
     };
-    host.verify_peer(&claim, signature).map_err(refused)?;
+    host.verify_peer(&claim, &signature).map_err(refused)?;
     let caller = caller_from_header(caller).map_err(refused)?;
     parts.extensions.insert(caller);
     Ok(Request::from_parts(parts, Body::from(body)))

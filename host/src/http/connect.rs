@@ -8,8 +8,15 @@
 //! connect without one to a server that checks tokens: its first message
 //! must then be `{"token": "..."}`, within [`FIRST_MESSAGE_TIMEOUT`]. A
 //! refusal is then one text frame, the JSON error the request would have
-//! been answered with, and a close frame (1008, policy violation).
+//! been answered with, and a close frame (1008, policy violation). Such
+//! WebSockets are capped while they wait (`gate.rs`): past the cap of its
+//! address the upgrade is answered 429 `rate-limited`, past the server's
+//! 503 `too-many-connections`.
+//!
+//! An open WebSocket keeps its connection's places (its [`Ticket`]) until
+//! it closes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -21,18 +28,17 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::auth::Access;
+use super::gate::{Refused, Ticket, TokenWait};
 use super::{ApiError, ApiResult, hop};
 use crate::caller::Caller;
 use crate::client::{Hello, Lagged};
-use crate::config::MAX_CLIENT_MESSAGE_BYTES;
+use crate::config::{FIRST_MESSAGE_TIMEOUT, MAX_CLIENT_MESSAGE_BYTES};
 use crate::connections::{Connection, Received};
 use crate::error::Error;
 use crate::host::{
     CALLER_HEADER, Claim, FORWARDED_HEADER, Hop, Host, SIGNATURE_HEADER, caller_header,
 };
-
-/// How long a connection without a token has to send it.
-pub const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::text::escaped;
 
 /// The query of a connect request.
 #[derive(serde::Deserialize)]
@@ -68,6 +74,7 @@ pub(super) async fn connect(
     State(host): State<Host>,
     Extension(access): Extension<Access>,
     caller: Option<Extension<Caller>>,
+    ticket: Option<Extension<Arc<Ticket>>>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
@@ -102,9 +109,20 @@ pub(super) async fn connect(
         params: query.params.unwrap_or_else(|| "null".into()),
         uri,
     };
+    let ticket = ticket.map(|Extension(ticket)| ticket);
     let Some(Extension(caller)) = caller else {
-        // No token yet: it comes as the first message.
-        return Ok(upgrade.on_upgrade(move |socket| after_first_message(asked, access, socket)));
+        // No token yet: it comes as the first message, if there is room
+        // to wait for it.
+        let wait = match &ticket {
+            Some(ticket) => Some(
+                ticket
+                    .wait_for_token()
+                    .map_err(|refused| token_wait_refused(refused, ticket.limits()))?,
+            ),
+            None => None,
+        };
+        return Ok(upgrade
+            .on_upgrade(move |socket| after_first_message(asked, access, socket, ticket, wait)));
     };
     // Counted at the host the client is connected to, not again where its
     // connection is passed on to.
@@ -113,14 +131,34 @@ pub(super) async fn connect(
         Hop::Forwarded => None,
     };
     Ok(match open(&asked, caller).await {
-        Ok(Opened::Here(open)) => {
-            upgrade.on_upgrade(move |socket| serve_connection(open, socket, permit))
-        }
-        Ok(Opened::There(owner)) => {
-            upgrade.on_upgrade(move |socket| pass_frames(socket, *owner, permit))
-        }
+        Ok(Opened::Here(open)) => upgrade.on_upgrade(move |socket| async move {
+            let _places = ticket;
+            serve_connection(open, socket, permit).await
+        }),
+        Ok(Opened::There(owner)) => upgrade.on_upgrade(move |socket| async move {
+            let _places = ticket;
+            pass_frames(socket, *owner, permit).await
+        }),
         Err(refused) => refused,
     })
+}
+
+/// The answer to an upgrade without a token past a cap on those waiting
+/// for theirs.
+fn token_wait_refused(refused: Refused, limits: &crate::config::HttpLimits) -> ApiError {
+    let (status, code) = if refused.by_address() {
+        (429, "rate-limited")
+    } else {
+        (503, "too-many-connections")
+    };
+    ApiError::new(
+        status,
+        code,
+        format!(
+            "{}: send the token in an Authorization header, or retry later",
+            refused.describe(limits)
+        ),
+    )
 }
 
 /// Opens the connection `asked` for, for `caller`: here, or at the host
@@ -167,10 +205,18 @@ async fn open(asked: &Asked, caller: Caller) -> Result<Opened, Response> {
     }))
 }
 
-/// Waits for the token a connection without one must send first, then
-/// opens the connection for the caller it proves.
-async fn after_first_message(asked: Asked, access: Access, mut socket: WebSocket) {
+/// Waits for the token a connection without one must send first (holding
+/// `wait`, its place among those waiting), then opens the connection for
+/// the caller it proves.
+async fn after_first_message(
+    asked: Asked,
+    access: Access,
+    mut socket: WebSocket,
+    ticket: Option<Arc<Ticket>>,
+    wait: Option<TokenWait>,
+) {
     let first = tokio::time::timeout(FIRST_MESSAGE_TIMEOUT, socket.recv()).await;
+    drop(wait);
     let admitted = match first {
         Ok(Some(Ok(Message::Text(text)))) => {
             access.admit_first_message(text.as_str(), &asked.actor)
@@ -190,6 +236,11 @@ async fn after_first_message(asked: Asked, access: Access, mut socket: WebSocket
             ),
         )),
     };
+    if admitted.is_ok()
+        && let Some(ticket) = &ticket
+    {
+        ticket.authenticated();
+    }
     let opened = match admitted.and_then(|caller| {
         access
             .connection_permit(&caller)
@@ -382,7 +433,9 @@ impl Drop for OpenConnection {
                 runtime.spawn(async move { disconnect(&host, &actor, &key, connection).await });
             }
             Err(_) => tracing::warn!(
-                %actor, %key, connection = id,
+                actor = actor.as_str(),
+                key = key.as_str(),
+                connection = id,
                 "the disconnect hook cannot run: the runtime is gone"
             ),
         }
@@ -395,7 +448,7 @@ async fn disconnect(host: &Host, actor: &str, key: &str, connection: Connection)
     match host.disconnect(actor, key, connection).await {
         Ok(()) | Err(Error::NoSuchInstance { .. } | Error::ShuttingDown) => {}
         Err(e) => {
-            tracing::warn!(%actor, %key, connection = id, error = %e, "the disconnect hook failed")
+            tracing::warn!(actor, key, connection = id, error = %escaped(&e), "the disconnect hook failed")
         }
     }
 }

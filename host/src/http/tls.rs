@@ -22,6 +22,8 @@ use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use super::accept::Front;
+
 /// How often the certificate and key files are read for a change.
 pub const RELOAD_POLL: Duration = Duration::from_secs(1);
 
@@ -175,15 +177,18 @@ fn server_config(cert: &Path, key: &Path, files: &Files) -> Result<Arc<ServerCon
 
 /// Serves `router` over TLS on `listener` until `shutdown` resolves, then
 /// waits for the open connections to finish (see `accept.rs`), with the
-/// pair in use read again as it changes.
+/// pair in use read again as it changes. A handshake has the front's
+/// `header_timeout`.
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     tls: Tls,
+    front: Front,
     shutdown: impl Future<Output = ()>,
 ) {
-    let handshake = RustlsAcceptor::new(tls.config.clone());
+    let handshake =
+        RustlsAcceptor::new(tls.config.clone()).handshake_timeout(front.limits.header_timeout);
     let watcher = tokio::spawn(tls.watch());
-    super::accept::serve(listener, router, handshake, shutdown).await;
+    super::accept::serve(listener, router, handshake, front, shutdown).await;
     watcher.abort();
 }

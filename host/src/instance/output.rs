@@ -1,9 +1,9 @@
 //! What a guest writes that reaches the host's log or a stored error: log
 //! lines, stdout and stderr, failure codes and messages, traps.
 //!
-//! Every such text goes through [`clean`] first: cut to its limit, with
-//! control characters escaped, so that no guest can forge a log line or
-//! fill the log; and every line counts against the instance's
+//! Every such text goes through [`clean`] (`text.rs`) first: cut to its
+//! limit, with control characters escaped, so that no guest can forge a
+//! log line or fill the log; and every line counts against the instance's
 //! [`LogLimit`].
 
 use std::pin::Pin;
@@ -15,6 +15,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 use crate::address::Address;
 use crate::config::{MAX_FAILURE_MESSAGE_BYTES, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_SECOND};
+use crate::text::clean;
 
 /// The per-second budget of log lines of one instance, shared by the log
 /// import and the guest's stdout and stderr.
@@ -41,8 +42,8 @@ impl LogLimit {
             if window.dropped > 0 {
                 tracing::warn!(
                     target: "burrow::guest",
-                    actor = %name.actor,
-                    key = %name.key,
+                    actor = &*name.actor,
+                    key = &*name.key,
                     dropped = window.dropped,
                     "log lines dropped: over {MAX_LOG_LINES_PER_SECOND} lines per second"
                 );
@@ -60,29 +61,6 @@ impl LogLimit {
             false
         }
     }
-}
-
-/// `text` as it may go into a log line or a stored error: control
-/// characters (newlines and carriage returns among them) and Unicode line
-/// and paragraph separators escaped (`\n`, `\u{1b}`), then cut to at most
-/// `max` bytes on a character boundary.
-pub(crate) fn clean(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    let mut buf = [0; 4];
-    for c in text.chars() {
-        let escaped;
-        let piece: &str = if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
-            escaped = c.escape_default().to_string();
-            &escaped
-        } else {
-            c.encode_utf8(&mut buf)
-        };
-        if out.len() + piece.len() > max {
-            break;
-        }
-        out.push_str(piece);
-    }
-    out
 }
 
 /// Guest failure text (an error's code or message, a trap) as the host
@@ -145,8 +123,8 @@ impl LineWriter {
         let text = clean(text.trim_end(), MAX_LOG_LINE_BYTES);
         tracing::info!(
             target: "burrow::guest",
-            actor = %self.out.name.actor,
-            key = %self.out.name.key,
+            actor = &*self.out.name.actor,
+            key = &*self.out.name.key,
             stream = self.out.stream,
             "{text}"
         );
@@ -186,29 +164,5 @@ impl tokio::io::AsyncWrite for LineWriter {
 impl Drop for LineWriter {
     fn drop(&mut self) {
         self.emit();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::clean;
-
-    #[test]
-    fn cleaning_keeps_whole_characters() {
-        assert_eq!(clean("hello", 10), "hello");
-        assert_eq!(clean("hello", 3), "hel");
-        assert_eq!(clean("héllo", 2), "h");
-    }
-
-    #[test]
-    fn cleaning_escapes_what_could_forge_a_line() {
-        assert_eq!(
-            clean("a\nb\r\u{1b}[31mc\u{2028}d\te", 100),
-            "a\\nb\\r\\u{1b}[31mc\\u{2028}d\\te"
-        );
-        // The escapes count against the limit, and are never cut in half.
-        assert_eq!(clean("ab\n", 3), "ab");
-        assert_eq!(clean("\n\n\n", 5), "\\n\\n");
-        assert_eq!(clean(&"x".repeat(10_000), 4096).len(), 4096);
     }
 }

@@ -16,6 +16,7 @@ use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
 use crate::metrics::Eviction;
 use crate::storage::store::ClaimError;
+use crate::text::escaped;
 
 use super::Core;
 
@@ -237,7 +238,7 @@ impl Core {
             if let Some(created_at) = cell.take_created()
                 && let Err(e) = self.store.created(address, created_at)
             {
-                tracing::warn!(actor, key, error = %format!("{e:#}"), "the new instance is not recorded");
+                tracing::warn!(actor, key, error = %escaped(format!("{e:#}")), "the new instance is not recorded");
             }
             let queue_grew = cell.take_queue_grew();
             let workflow_started = cell.take_workflow_started();

@@ -47,7 +47,11 @@ pub(super) async fn reap_idle(core: Weak<Core>) {
                 continue;
             }
             if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
-                tracing::debug!(actor = %address.actor, key = %address.key, "instance goes to sleep");
+                tracing::debug!(
+                    actor = &*address.actor,
+                    key = &*address.key,
+                    "instance goes to sleep"
+                );
                 cell.metrics().evicted(Eviction::Idle);
                 cell.sleep().await;
             }

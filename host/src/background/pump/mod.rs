@@ -42,6 +42,7 @@ use crate::error::Error;
 use crate::metrics::ActorMetrics;
 use crate::presence::Lease;
 use crate::storage::queue as queue_db;
+use crate::text::escaped;
 use process::Done;
 
 static NEXT_PUMP_ID: AtomicU64 = AtomicU64::new(1);
@@ -192,7 +193,7 @@ impl Run {
         match queue_db::pending_count(reader) {
             Ok(pending) => self.metrics.queue_depth(&self.address.key, pending),
             Err(e) => {
-                tracing::debug!(actor = self.actor(), key = self.key(), error = %e, "cannot count the queue");
+                tracing::debug!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot count the queue");
             }
         }
         self.depth_counted = Some(Instant::now());

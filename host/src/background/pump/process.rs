@@ -19,6 +19,7 @@ use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::runtime::ConflictRetry;
 use crate::storage::queue::{self as queue_db, AfterFailure, QueueMode, QueuePolicy, QueuedEvent};
+use crate::text::escaped;
 
 /// Who runs a `process` call.
 enum Runner {
@@ -72,7 +73,7 @@ impl Run {
             match self.start_worker().await {
                 Ok(worker) => Runner::Worker(Box::new(worker)),
                 Err(e) => {
-                    tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot start a queue worker");
+                    tracing::warn!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot start a queue worker");
                     return;
                 }
             }
@@ -94,8 +95,8 @@ impl Run {
         let address = self.address.clone();
         let span = tracing::debug_span!(
             "process",
-            actor = %address.actor,
-            key = %address.key,
+            actor = &*address.actor,
+            key = &*address.key,
             first = run[0].id,
             events = run.len()
         );
@@ -113,7 +114,7 @@ impl Run {
         match queue_db::group_head(self.reader(), policy.mode, group, now, &skip_ids, limit) {
             Ok(events) => events.into_iter().map(|(event, _)| event).collect(),
             Err(e) => {
-                tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot pick queue events");
+                tracing::warn!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot pick queue events");
                 Vec::new()
             }
         }
@@ -162,12 +163,12 @@ impl Run {
                 }
                 Finished::Failed(error, AfterFailure::DeadLettered) => {
                     self.metrics.event_failed(true);
-                    tracing::warn!(actor = &**actor, key = &**key, event = id, %error, "event dead-lettered");
+                    tracing::warn!(actor = &**actor, key = &**key, event = id, error = %escaped(&error), "event dead-lettered");
                     waiters.answer(actor, key, id, EventOutcome::DeadLettered(error));
                 }
                 Finished::Failed(error, _) => {
                     self.metrics.event_failed(false);
-                    tracing::info!(actor = &**actor, key = &**key, event = id, %error, "event failed; it will be retried");
+                    tracing::info!(actor = &**actor, key = &**key, event = id, error = %escaped(&error), "event failed; it will be retried");
                 }
                 Finished::Conflict => {}
                 Finished::Stuck(e) => stuck = stuck.or(Some(e)),

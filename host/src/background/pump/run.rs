@@ -16,6 +16,7 @@ use crate::storage::index::Mark;
 use crate::storage::instance_db::now_ms;
 use crate::storage::marks::MarkError;
 use crate::storage::queue as queue_db;
+use crate::text::escaped;
 
 /// A pump is kept awake this long when its next event is due soon, rather
 /// than ending and being started again by the queue timer.
@@ -30,7 +31,7 @@ impl Run {
             result = self.drive() => {
                 if let Err(e) = result {
                     tracing::warn!(
-                        actor = %self.address.actor, key = %self.address.key, error = %e,
+                        actor = &*self.address.actor, key = &*self.address.key, error = %escaped(&e),
                         "the queue pump stopped; it tries again after the retry wait"
                     );
                     self.set_error(Some(e.to_string()));
@@ -104,7 +105,7 @@ impl Run {
                         picked
                     }
                     Err(e) => {
-                        tracing::warn!(actor = self.actor(), key = self.key(), error = %e, "cannot pick queue events");
+                        tracing::warn!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot pick queue events");
                         self.set_error(Some(e.to_string()));
                         Vec::new()
                     }
