@@ -34,7 +34,8 @@
 //! (already exists), 413 (body or payload too large), 422 (the action
 //! returned an error), 429 (the queue is full, or a token is past its
 //! limits), 500 (the guest trapped) or
-//! 503 (overloaded, timed out, shutting down).
+//! 503 (overloaded, timed out, shutting down, the actor's component still
+//! compiling or failed to load).
 
 use std::future::Future;
 use std::net::SocketAddr;
