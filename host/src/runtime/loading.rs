@@ -234,6 +234,8 @@ impl Actors {
         bound: Option<Duration>,
     ) -> Result<Arc<ActorDefinition>, Error> {
         let began = Instant::now();
+        // A bound too far to count is none.
+        let deadline = bound.and_then(|bound| began.checked_add(bound));
         // Subscribed before looking: no change after the look is missed.
         let mut changes = self.changed.subscribe();
         let mut promoted = false;
@@ -251,8 +253,8 @@ impl Actors {
                 self.promote(actor);
             }
             let changed = changes.changed();
-            let changed = match bound {
-                Some(bound) => tokio::time::timeout_at((began + bound).into(), changed).await,
+            let changed = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline.into(), changed).await,
                 None => Ok(changed.await),
             };
             if changed.is_err() {
