@@ -38,16 +38,31 @@ pub(crate) fn entry_name(engine: &Engine, bytes: &[u8]) -> String {
 /// Compiles `bytes`, or loads the compiled form from `cache`.
 pub(crate) fn load(engine: &Engine, cache: &Dir, bytes: &[u8]) -> Result<Component> {
     let name = entry_name(engine, bytes);
-    if let Ok(entry) = cache.read(&name) {
-        match from_entry(engine, &entry) {
-            Some(component) => return Ok(component),
-            None => {
-                tracing::warn!(entry = %name, "ignoring a corrupt compile-cache entry; recompiling")
-            }
-        }
+    match from_cache(engine, cache, &name) {
+        Some(component) => Ok(component),
+        None => compile(engine, cache, &name, bytes),
     }
+}
+
+/// The compiled form of `bytes` from `cache`, if it holds a sound entry
+/// for them: a fast load, no compilation.
+pub(crate) fn cached(engine: &Engine, cache: &Dir, bytes: &[u8]) -> Option<Component> {
+    from_cache(engine, cache, &entry_name(engine, bytes))
+}
+
+fn from_cache(engine: &Engine, cache: &Dir, name: &str) -> Option<Component> {
+    let entry = cache.read(name).ok()?;
+    let component = from_entry(engine, &entry);
+    if component.is_none() {
+        tracing::warn!(entry = %name, "ignoring a corrupt compile-cache entry; recompiling");
+    }
+    component
+}
+
+/// Compiles `bytes` and writes the result into `cache` as the entry `name`.
+fn compile(engine: &Engine, cache: &Dir, name: &str, bytes: &[u8]) -> Result<Component> {
     let component = Component::new(engine, bytes)?;
-    if let Err(e) = store(cache, &name, &component) {
+    if let Err(e) = store(cache, name, &component) {
         tracing::warn!(entry = %name, error = %format!("{e:#}"), "cannot write the compile cache");
     }
     Ok(component)

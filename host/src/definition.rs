@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::Linker;
+use wasmtime::component::{Component, Linker};
 
 use crate::bindings::ExportsPre;
 use crate::cache;
@@ -57,11 +57,34 @@ pub(crate) fn load(
     cache_dir: &cap_std::fs::Dir,
     spec: &ActorSpec,
 ) -> Result<ActorDefinition, LoadError> {
-    let fail = |reason: String| LoadError {
-        actor: spec.name.clone(),
-        path: spec.component.clone(),
-        reason,
+    let bytes = read(spec)?;
+    from_bytes(engine, linker, cache_dir, &spec.name, &spec.options, &bytes)
+        .map_err(|reason| load_error(spec, reason))
+}
+
+/// `spec`'s definition if the compile cache holds its compiled component
+/// (a fast load), `None` if the component must be compiled first. A file
+/// that is missing, too large or no component is an error, and so is a
+/// cached component that does not fit the host's world.
+pub(crate) fn load_cached(
+    engine: &Engine,
+    linker: &Linker<InstanceState>,
+    cache_dir: &cap_std::fs::Dir,
+    spec: &ActorSpec,
+) -> Result<Option<ActorDefinition>, LoadError> {
+    let bytes = read(spec)?;
+    let Some(component) = cache::cached(engine, cache_dir, &bytes) else {
+        return Ok(None);
     };
+    define(linker, &component, &spec.name, &spec.options, &bytes)
+        .map(Some)
+        .map_err(|reason| load_error(spec, reason))
+}
+
+/// The bytes of `spec`'s component file, checked to be a component of
+/// acceptable size (not compiled).
+fn read(spec: &ActorSpec) -> Result<Vec<u8>, LoadError> {
+    let fail = |reason: String| load_error(spec, reason);
     let meta = std::fs::metadata(&spec.component).map_err(|e| {
         fail(if e.kind() == std::io::ErrorKind::NotFound {
             "the file does not exist (build it with `burrow build`)".into()
@@ -77,7 +100,16 @@ pub(crate) fn load(
     }
     let bytes =
         std::fs::read(&spec.component).map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    from_bytes(engine, linker, cache_dir, &spec.name, &spec.options, &bytes).map_err(fail)
+    check(&bytes).map_err(fail)?;
+    Ok(bytes)
+}
+
+fn load_error(spec: &ActorSpec, reason: String) -> LoadError {
+    LoadError {
+        actor: spec.name.clone(),
+        path: spec.component.clone(),
+        reason,
+    }
 }
 
 /// Makes a definition (version 0) of the component `bytes` for the actor
@@ -91,17 +123,34 @@ pub(crate) fn from_bytes(
     options: &ActorOptions,
     bytes: &[u8],
 ) -> Result<ActorDefinition, String> {
+    check(bytes)?;
+    let component = cache::load(engine, cache_dir, bytes)
+        .map_err(|e| format!("the component does not compile: {e:#}"))?;
+    define(linker, &component, name, options, bytes)
+}
+
+/// The component's size and header: what can be checked without
+/// compiling it.
+fn check(bytes: &[u8]) -> Result<(), String> {
     if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err(format!(
             "the component is {} bytes; the limit is {MAX_COMPONENT_BYTES} bytes",
             bytes.len()
         ));
     }
-    check_header(bytes)?;
-    let component = cache::load(engine, cache_dir, bytes)
-        .map_err(|e| format!("the component does not compile: {e:#}"))?;
+    check_header(bytes)
+}
+
+/// A definition (version 0) of the compiled `component`, made of `bytes`.
+fn define(
+    linker: &Linker<InstanceState>,
+    component: &Component,
+    name: &str,
+    options: &ActorOptions,
+    bytes: &[u8],
+) -> Result<ActorDefinition, String> {
     let instance_pre = linker
-        .instantiate_pre(&component)
+        .instantiate_pre(component)
         .map_err(|e| format!("the component imports something the host does not provide: {e:#}"))?;
     let pre = ExportsPre::new(instance_pre).map_err(|e| {
         format!(

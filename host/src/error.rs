@@ -10,6 +10,28 @@ pub enum Error {
     /// No actor of this name is defined in the manifest.
     #[error("unknown actor `{0}`: it is not defined in the manifest")]
     UnknownActor(String),
+    /// The actor's component is still compiling (the host started without
+    /// it in the compile cache), past what the operation may wait.
+    #[error(
+        "actor `{actor}` is still compiling its component (waited {waited_ms} ms); try again once `GET /readyz` no longer lists it"
+    )]
+    Compiling {
+        /// The actor.
+        actor: String,
+        /// How long the operation waited for it, in milliseconds.
+        waited_ms: u128,
+    },
+    /// The actor's component failed to load when the host compiled it:
+    /// the actor has no running code until a deploy gives it one.
+    #[error("actor `{actor}` is unavailable: its component {path} did not load: {reason}")]
+    LoadFailed {
+        /// The actor.
+        actor: String,
+        /// The component file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The actor has no action of this name.
     #[error("actor `{actor}` has no action `{action}`")]
     UnknownAction {
@@ -324,6 +346,8 @@ impl Error {
     pub fn code(&self) -> &str {
         match self {
             Error::UnknownActor(_) => "unknown-actor",
+            Error::Compiling { .. } => "compiling",
+            Error::LoadFailed { .. } => "load-failed",
             Error::UnknownAction { .. } => "unknown-action",
             Error::InvalidArguments { .. } => "invalid-arguments",
             Error::InvalidAddress(_) => "invalid-address",
@@ -382,6 +406,8 @@ impl Error {
             Error::Failed { .. } => 422,
             Error::Trapped { .. } | Error::Storage { .. } => 500,
             Error::Timeout { .. }
+            | Error::Compiling { .. }
+            | Error::LoadFailed { .. }
             | Error::Overloaded(_)
             | Error::ShuttingDown
             | Error::TooManyConnections(_)

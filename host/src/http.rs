@@ -18,6 +18,7 @@
 //! | `DELETE /actors/{actor}/{key}/queue/dead-letters/{id}` | | 204 |
 //! | `GET /actors/{actor}/{key}/connect?params=JSON` | WebSocket upgrade | 101, then one text frame `{"connected": id}` and one per event `{"event", "payload"}` (`{"lagged": n}` when the client missed n events by reading too slowly); 403 `connection-refused` when the connect hook refuses; 503 `too-many-connections` past a connection limit |
 //! | `GET /healthz` | | 200 and `{"status": "ok"}` |
+//! | `GET /readyz` | | 200 and `{"status": "ready", "ready", "compiling", "failed"}` when every actor's component is loaded; 503 and the same with `"status": "compiling"` (or `"failed"`) otherwise |
 //! | `GET /ui`, `/ui/...` | | the web inspector (unless served without it) |
 //! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
 //!
@@ -36,7 +37,8 @@
 //! 429 (the queue is full, a token is past its limits, or an address has
 //! too many WebSockets waiting for their token), 500 (the guest trapped)
 //! or 503 (overloaded, timed out, shutting down, too many WebSockets
-//! waiting for their token).
+//! waiting for their token, the actor's component still compiling or
+//! failed to load).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -207,6 +209,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
     };
     let router = Router::new()
         .route("/healthz", get(health))
+        .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .route("/cluster", get(cluster_status))
         .route("/actors", get(views::actors))
@@ -332,6 +335,26 @@ pub async fn serve_with(
 
 async fn health() -> axum::Json<Value> {
     axum::Json(json!({ "status": "ok" }))
+}
+
+/// Which actors are ready: 200 when every one is, else 503 with the
+/// actors still compiling and those that failed.
+async fn ready(State(host): State<Host>) -> Response {
+    let readiness = host.readiness();
+    let (status, word) = if readiness.all_ready() {
+        (StatusCode::OK, "ready")
+    } else if readiness.compiling.is_empty() {
+        (StatusCode::SERVICE_UNAVAILABLE, "failed")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "compiling")
+    };
+    let body = json!({
+        "status": word,
+        "ready": readiness.ready,
+        "compiling": readiness.compiling,
+        "failed": readiness.failed,
+    });
+    (status, axum::Json(body)).into_response()
 }
 
 async fn metrics(State(host): State<Host>) -> Result<impl IntoResponse, ApiError> {

@@ -55,6 +55,8 @@ const DURATION_BUCKETS_NANOS: [u64; 18] = {
 /// remote host sent) counts as `other`, so no input makes new series.
 const CODES: &[&str] = &[
     "unknown-actor",
+    "compiling",
+    "load-failed",
     "unknown-action",
     "invalid-arguments",
     "invalid-address",

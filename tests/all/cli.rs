@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{free_port, programs};
+use crate::support::{free_port, programs, wait_until_ready};
 
 const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 
@@ -51,8 +51,18 @@ impl Serve {
         Serve::start_with(manifest, &[])
     }
 
-    /// Serves `manifest` with `args` after `serve --listen ADDR`.
+    /// Serves `manifest` with `args` after `serve --listen ADDR`, once
+    /// every actor is ready (its component compiled).
     pub(crate) fn start_with(manifest: &Path, args: &[&str]) -> Serve {
+        let server = Serve::spawn(manifest, args);
+        let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
+        wait_until_ready(port, Duration::from_secs(600));
+        server
+    }
+
+    /// Serves `manifest` with `args` after `serve --listen ADDR`, once it
+    /// listens: components may still be compiling.
+    pub(crate) fn spawn(manifest: &Path, args: &[&str]) -> Serve {
         let port = free_port();
         let child = Command::new(BURROW)
             .arg("--manifest")
@@ -94,6 +104,16 @@ impl Serve {
             .unwrap();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "burrow serve ended with {status}");
+    }
+}
+
+/// A test that fails leaves no server behind.
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

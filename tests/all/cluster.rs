@@ -129,6 +129,7 @@ impl Cluster {
             assert!(Instant::now() < deadline, "host {i} did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
+        crate::support::wait_until_ready(port, Duration::from_secs(600));
     }
 
     /// Kills host `i` with SIGKILL.

@@ -424,6 +424,7 @@ fn serve(manifest: &Path, port: u16) -> Child {
         assert!(Instant::now() < deadline, "burrow serve did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
+    crate::support::wait_until_ready(port, Duration::from_secs(600));
     child
 }
 

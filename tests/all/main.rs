@@ -13,6 +13,7 @@ mod calls;
 mod cli;
 mod client;
 mod cluster;
+mod compiling;
 mod concurrency;
 mod conformance;
 mod connections;

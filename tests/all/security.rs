@@ -109,6 +109,7 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
     // `{who}` stands for the sender's name: each gets a key of its own.
     let routes: &[(Method, &str, &str, Open)] = &[
         (Method::GET, "/healthz", "", Open::All),
+        (Method::GET, "/readyz", "", Open::All),
         (Method::GET, "/ui/", "", Open::All),
         (Method::GET, "/metrics", "", Open::Admins),
         (Method::GET, "/cluster", "", Open::Admins),

@@ -173,6 +173,42 @@ pub async fn eventually<T>(
     }
 }
 
+/// Waits until the server on the loopback's `port` answers `GET /readyz`
+/// with 200 (every actor's component compiled), for at most `limit`. A
+/// server that does not answer in plain HTTP (it serves HTTPS) is not
+/// waited for.
+pub fn wait_until_ready(port: u16, limit: Duration) {
+    let begun = std::time::Instant::now();
+    loop {
+        match readyz_status(port) {
+            Some(200) | None => return,
+            Some(_) => {}
+        }
+        assert!(
+            begun.elapsed() < limit,
+            "the server on port {port} did not get ready"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The status of `GET /readyz` on the loopback's `port`, if it answers
+/// in HTTP.
+fn readyz_status(port: u16) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .ok()?;
+    stream
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    let answer = String::from_utf8_lossy(&answer);
+    answer.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
 /// A TCP port free on the loopback now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -30,8 +30,10 @@ pub(crate) fn timer_budget(max_awake: usize) -> usize {
 ///
 /// At every turn it starts, of each kind, up to [`timer_budget`] of the
 /// instances due longest, leaving out those whose work of that kind is
-/// running already and those of actors not in the manifest (their marks
-/// wait for the actor to come back). Whatever else runs, each due
+/// running already, those of actors not in the manifest (their marks
+/// wait for the actor to come back) and those of actors whose component
+/// is still compiling or failed to load (their marks stay due until it
+/// is ready). Whatever else runs, each due
 /// instance thus gets its turn in order of its due time; a run that
 /// cannot start or fails moves its mark later, so it holds nobody back.
 pub(super) async fn wake_due(background: Weak<Background>) {
@@ -43,7 +45,7 @@ pub(super) async fn wake_due(background: Weak<Background>) {
             return;
         }
         let budget = timer_budget(work.core.max_awake());
-        let actors = work.core.actor_names();
+        let actors = work.core.ready_actor_names();
         let now = now_ms();
         let marks = work.core.store.marks().clone();
         for mark in Mark::ALL {
@@ -75,7 +77,7 @@ impl Background {
                 let def = self
                     .core
                     .definition(&address.actor)
-                    .expect("defined actors only");
+                    .expect("ready actors only: one stays ready");
                 self.kick(&def, &address);
             }
             Mark::Workflow => self.drive_workflow(address),

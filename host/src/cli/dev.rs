@@ -53,7 +53,7 @@ pub(super) async fn dev(
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    let host = Host::start(config, &actors).await?;
+    let host = Host::launch(config, &actors).await?;
     announce(&host, &listener, tls.is_some())?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!("serving on {scheme}://{listen}");

@@ -154,10 +154,13 @@ pub(super) fn tls(manifest: &Manifest, flags: Option<(PathBuf, PathBuf)>) -> Res
         .transpose()
 }
 
+/// A host on the manifest's data directory for one command: started at
+/// once, its components compiling in the background; the command waits
+/// for the actor it uses ([`Host::wait_ready`]), not for the others.
 pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
     let manifest = load_manifest(manifest_path)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
-    Host::start(host_config(&manifest, args), &actors).await
+    Host::launch(host_config(&manifest, args), &actors).await
 }
 
 /// Serves the HTTP API (and, unless `no_ui` or the manifest says
@@ -194,7 +197,9 @@ pub(super) async fn serve(
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    let host = Host::start(config, &actors).await?;
+    // Serves at once: components the compile cache lacks compile in the
+    // background, and each actor is ready when its component is.
+    let host = Host::launch(config, &actors).await?;
     announce(&host, &listener, tls.is_some())?;
     let serving = crate::http::Serving {
         ui: !no_ui && manifest.host.ui.unwrap_or(true),

@@ -34,6 +34,7 @@ pub fn exit_code(code: &str) -> u8 {
         "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,
         "timeout"
+        | "compiling"
         | "overloaded"
         | "shutting-down"
         | "queue-full"

@@ -67,7 +67,12 @@ impl Backend {
         args: &str,
     ) -> Result<String, Failure> {
         Ok(match self {
-            Backend::Embedded(host) => host.call(actor, key, action, args).await?,
+            Backend::Embedded(host) => {
+                ready(host, actor)
+                    .await?
+                    .call(actor, key, action, args)
+                    .await?
+            }
             Backend::Server(client) => client.call(actor, key, action, args).await?,
         })
     }
@@ -75,7 +80,7 @@ impl Backend {
     /// Creates the instance with `input` (JSON text).
     pub(super) async fn create(&self, actor: &str, key: &str, input: &str) -> Result<(), Failure> {
         match self {
-            Backend::Embedded(host) => host.create(actor, key, input).await?,
+            Backend::Embedded(host) => ready(host, actor).await?.create(actor, key, input).await?,
             Backend::Server(client) => client.create(actor, key, input).await?,
         }
         Ok(())
@@ -84,7 +89,7 @@ impl Backend {
     /// Destroys the instance.
     pub(super) async fn destroy(&self, actor: &str, key: &str) -> Result<(), Failure> {
         match self {
-            Backend::Embedded(host) => host.destroy(actor, key).await?,
+            Backend::Embedded(host) => ready(host, actor).await?.destroy(actor, key).await?,
             Backend::Server(client) => client.destroy(actor, key).await?,
         }
         Ok(())
@@ -102,7 +107,10 @@ impl Backend {
     ) -> Result<Value, Failure> {
         Ok(match self {
             Backend::Embedded(host) => {
-                let outcome = host.send(actor, key, event_type, payload, options).await?;
+                let outcome = ready(host, actor)
+                    .await?
+                    .send(actor, key, event_type, payload, options)
+                    .await?;
                 serde_json::to_value(outcome).unwrap_or(Value::Null)
             }
             Backend::Server(client) => {
@@ -116,7 +124,7 @@ impl Backend {
     /// Moves dead letter `id` back into the queue.
     pub(super) async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), Failure> {
         match self {
-            Backend::Embedded(host) => host.requeue(actor, key, id).await?,
+            Backend::Embedded(host) => ready(host, actor).await?.requeue(actor, key, id).await?,
             Backend::Server(client) => client.requeue(actor, key, id).await?,
         }
         Ok(())
@@ -125,11 +133,19 @@ impl Backend {
     /// Deletes dead letter `id` for good.
     pub(super) async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), Failure> {
         match self {
-            Backend::Embedded(host) => host.discard(actor, key, id).await?,
+            Backend::Embedded(host) => ready(host, actor).await?.discard(actor, key, id).await?,
             Backend::Server(client) => client.discard(actor, key, id).await?,
         }
         Ok(())
     }
+}
+
+/// The embedded `host` once `actor`'s component is compiled: a command
+/// waits for the actor it uses as long as its compilation takes (that one
+/// first), not for the others.
+async fn ready<'h>(host: &'h Host, actor: &str) -> Result<&'h Host, Failure> {
+    host.wait_ready(actor).await?;
+    Ok(host)
 }
 
 /// Where a read-only look at an instance comes from.

@@ -25,7 +25,7 @@ impl Host {
         key: &str,
         params: &str,
     ) -> Result<Connection, Error> {
-        let def = self.core.resolve(actor, key)?;
+        let def = self.core.resolve_ready(actor, key).await?;
         if params.len() > MAX_ARGS_BYTES
             || serde_json::from_str::<serde::de::IgnoredAny>(params).is_err()
         {
@@ -75,8 +75,8 @@ impl Host {
         connection: Connection,
     ) -> Result<(), Error> {
         let id = connection.id;
-        let def = self.core.resolve(actor, key)?;
-        let address = self.core.address(&def, key);
+        let spec = self.core.listed(actor, key)?;
+        let address = self.core.address_of(&spec, key);
         // The instance is being destroyed: the hook goes with it.
         let Some(_lease) = self.core.presence.lease(&address) else {
             return Ok(());

@@ -19,7 +19,7 @@ impl Host {
     /// returns, nothing of the old instance runs, and the next call starts
     /// a new, empty instance.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), Error> {
-        let def = self.core.resolve(actor, key)?;
+        let def = self.core.resolve_ready(actor, key).await?;
         let no_such_instance = || Error::no_such_instance(actor, key);
         let address = self.core.address(&def, key);
         // In a cluster: this host's file is the replicated one.

@@ -33,7 +33,7 @@ use crate::engine;
 use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::manifest::ActorSpec;
-use crate::runtime::{ConflictRetry, Core, Deployed, load_definitions};
+use crate::runtime::{Compile, ConflictRetry, Core, Deployed, Readiness, load_actors};
 use crate::storage::{open_dir_creating, validate_actor_name};
 use guest_link::GuestLink;
 pub use log_syncs::LogSyncs;
@@ -58,19 +58,47 @@ pub struct Host {
 }
 
 impl Host {
-    /// Starts a host on `config.data_dir` with the given actors. Fails if
-    /// another host holds the data directory, or if any component cannot
-    /// be loaded (the error names the actor, the file and the reason).
+    /// Starts a host on `config.data_dir` with the given actors, once every
+    /// component is loaded: compiled (on every core) if the compile cache
+    /// does not hold it. Fails if another host holds the data directory,
+    /// or if any component cannot be loaded (the error names the actor,
+    /// the file and the reason). [`Host::launch`] starts at once instead.
     ///
     /// Must be called inside a tokio runtime: the host keeps a task that
     /// puts idle instances to sleep.
     pub async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        Host::start_compiling(config, actors, Compile::Before).await
+    }
+
+    /// Starts a host on `config.data_dir` with the given actors without
+    /// waiting for components to compile: those the compile cache holds
+    /// are loaded (a fast load), and the others compile afterwards, one at
+    /// a time in the order given, on one thread of lowered priority, each
+    /// actor ready as soon as its component is ([`Host::readiness`]). An
+    /// operation on an actor still compiling waits for it, up to the
+    /// actor's `call_timeout` ([`Error::Compiling`]), and moves it to the
+    /// front of the line; its background work starts once it is ready. A
+    /// component that fails to compile leaves its actor failed
+    /// ([`Error::LoadFailed`]) and the others served.
+    ///
+    /// Fails at once if another host holds the data directory, or if a
+    /// component file is missing, too large or no component, or a cached
+    /// component does not fit the host's world.
+    pub async fn launch(config: HostConfig, actors: &[ActorSpec]) -> Result<Host> {
+        Host::start_compiling(config, actors, Compile::Background).await
+    }
+
+    async fn start_compiling(
+        config: HostConfig,
+        actors: &[ActorSpec],
+        compile: Compile,
+    ) -> Result<Host> {
         let trust = config
             .cluster
             .as_ref()
             .map(|cluster| cluster.trust.clone())
             .unwrap_or_default();
-        let core = Core::start(config, actors).await?;
+        let core = Core::start(config, actors, compile).await?;
         let work = Background::new(core.clone());
         let wakeups: std::sync::Weak<Background> = Arc::downgrade(&work);
         let forwarder = Arc::new(Forwarder::new(&trust));
@@ -86,6 +114,21 @@ impl Host {
     /// Names of the defined actors, sorted.
     pub fn actors(&self) -> Vec<String> {
         self.core.actor_names()
+    }
+
+    /// Which actors are ready, which are still compiling, and which failed
+    /// to load (see [`Host::launch`]).
+    pub fn readiness(&self) -> Readiness {
+        self.core.readiness()
+    }
+
+    /// Waits, as long as it takes, until `actor`'s component is compiled
+    /// (its compilation goes first): for an embedder that would rather
+    /// wait than meet [`Error::Compiling`]. Fails with
+    /// [`Error::LoadFailed`] if it does not load, and at once if the actor
+    /// is not defined.
+    pub async fn wait_ready(&self, actor: &str) -> Result<(), Error> {
+        self.core.wait_ready(actor).await
     }
 
     /// The data directory.
@@ -286,15 +329,25 @@ impl Host {
     /// under the bounds of guest SQL, within the actor's `call_timeout`.
     /// Blocks: async code calls it on a blocking thread (the HTTP API does).
     pub fn inspect(&self, actor: &str, key: &str) -> Result<Inspection, Error> {
-        let def = self.core.resolve(actor, key)?;
-        inspect::inspect(self.core.store.root(), actor, key, def.options.call_timeout)
+        let spec = self.core.listed(actor, key)?;
+        inspect::inspect(
+            self.core.store.root(),
+            actor,
+            key,
+            spec.options.call_timeout,
+        )
     }
 
     /// The actor's own tables in the instance, with their columns and row
     /// counts, read like [`Host::inspect`]. Blocks.
     pub fn tables(&self, actor: &str, key: &str) -> Result<Vec<inspect::TableSummary>, Error> {
-        let def = self.core.resolve(actor, key)?;
-        inspect::tables(self.core.store.root(), actor, key, def.options.call_timeout)
+        let spec = self.core.listed(actor, key)?;
+        inspect::tables(
+            self.core.store.root(),
+            actor,
+            key,
+            spec.options.call_timeout,
+        )
     }
 
     /// Up to `limit` rows of the actor's table `table` in the instance from
@@ -307,7 +360,7 @@ impl Host {
         offset: u64,
         limit: usize,
     ) -> Result<inspect::TablePage, Error> {
-        let def = self.core.resolve(actor, key)?;
+        let spec = self.core.listed(actor, key)?;
         let root = self.core.store.root();
         inspect::table_page(
             root,
@@ -316,21 +369,21 @@ impl Host {
             table,
             offset,
             limit,
-            def.options.call_timeout,
+            spec.options.call_timeout,
         )
     }
 
     /// The instance's pending schedules, soonest first, read from a
     /// separate read-only connection. Blocks.
     pub fn schedules(&self, actor: &str, key: &str) -> Result<inspect::ScheduleView, Error> {
-        self.core.resolve(actor, key)?;
+        self.core.listed(actor, key)?;
         inspect::schedules(self.core.store.root(), actor, key)
     }
 
     /// The instance's state value as JSON (`null` if never set), read from a
     /// separate read-only connection. Blocks, like [`Host::inspect`].
     pub fn state(&self, actor: &str, key: &str) -> Result<serde_json::Value, Error> {
-        self.core.resolve(actor, key)?;
+        self.core.listed(actor, key)?;
         inspect::state(self.core.store.root(), actor, key)
     }
 
@@ -360,13 +413,11 @@ impl Host {
     }
 
     /// The version (0: the manifest's; each deploy adds one) and the
-    /// SHA-256 of the component `actor` runs on this host.
+    /// SHA-256 of the component `actor` runs on this host
+    /// ([`Error::Compiling`] while it compiles, without waiting).
     pub fn component(&self, actor: &str) -> Result<(u64, String), Error> {
         validate_actor_name(actor)?;
-        let def = self
-            .core
-            .definition(actor)
-            .ok_or_else(|| Error::UnknownActor(actor.into()))?;
+        let def = self.core.loaded(actor)?;
         Ok((def.version, def.digest.clone()))
     }
 
@@ -387,7 +438,7 @@ impl Host {
         limit: Option<usize>,
     ) -> Result<Vec<String>, Error> {
         validate_actor_name(actor)?;
-        if self.core.definition(actor).is_none() {
+        if self.core.spec(actor).is_none() {
             return Err(Error::UnknownActor(actor.into()));
         }
         self.core
@@ -410,8 +461,8 @@ impl Host {
         if self.core.store.cluster().is_none() {
             return Ok(());
         }
-        let def = self.core.resolve(actor, key)?;
-        self.core.claim(&self.core.address(&def, key)).await
+        let spec = self.core.listed(actor, key)?;
+        self.core.claim(&self.core.address_of(&spec, key)).await
     }
 
     /// The members of this host's cluster with the leases each holds
@@ -483,6 +534,6 @@ pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<(
         .clone()
         .unwrap_or_else(|| config.data_dir.join("cache"));
     let cache_dir = open_dir_creating(&cache)?;
-    load_definitions(&engine, &linker, &cache_dir, actors).await?;
+    load_actors(&engine, &linker, &cache_dir, actors, Compile::Before).await?;
     Ok(())
 }

@@ -69,7 +69,7 @@ impl Host {
         payload: &str,
         options: SendOptions,
     ) -> Result<SendOutcome, Error> {
-        let def = self.core.resolve(actor, key)?;
+        let def = self.core.resolve_ready(actor, key).await?;
         if !def.pre.has_processor() {
             return Err(Error::NoQueue(actor.into()));
         }
@@ -149,10 +149,10 @@ impl Host {
     /// and what keeps it from being processed, if anything. Read-only: the
     /// instance is not woken.
     pub fn queue(&self, actor: &str, key: &str) -> Result<QueueView, Error> {
-        let def = self.core.resolve(actor, key)?;
+        let spec = self.core.listed(actor, key)?;
         let view = inspect::queue_view(self.data_dir(), actor, key)?;
         let mut view = view.ok_or_else(|| Error::NoQueue(actor.into()))?;
-        view.error = self.work.pump_error(&self.core.address(&def, key));
+        view.error = self.work.pump_error(&self.core.address_of(&spec, key));
         Ok(view)
     }
 

@@ -101,8 +101,8 @@ impl Host {
         if self.core.store.cluster().is_none() {
             return Ok(None);
         }
-        let def = self.core.resolve(actor, key)?;
-        let address = self.core.address(&def, key);
+        let spec = self.core.listed(actor, key)?;
+        let address = self.core.address_of(&spec, key);
         if let Some(owner) = self.core.store.known_owner(&address)
             && owner.live
         {

@@ -9,7 +9,7 @@ impl Host {
     /// The workflow of (`actor`, `key`) and its history, read from a
     /// separate read-only connection (the instance is not woken).
     pub fn workflow(&self, actor: &str, key: &str) -> Result<WorkflowView, Error> {
-        self.core.resolve(actor, key)?;
+        self.core.listed(actor, key)?;
         crate::inspect::workflow_view(self.data_dir(), actor, key)?
             .ok_or_else(|| Error::NoWorkflow(actor.into()))
     }

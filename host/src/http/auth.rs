@@ -4,8 +4,8 @@
 //!   carries one of the headers hosts forward with) must be signed by one:
 //!   its caller is then the one the signature vouches for, and the host it
 //!   came through has already checked its token.
-//! - Otherwise, the route's [`Permission`] decides: `/healthz` (and
-//!   `/metrics` when opened) is public; calls, creates, sends and
+//! - Otherwise, the route's [`Permission`] decides: `/healthz` and
+//!   `/readyz` (and `/metrics` when opened) are public; calls, creates, sends and
 //!   connections need a client or an admin token (a client token only for
 //!   the actors it names); everything else needs an admin token. A route
 //!   not in [`permission`]'s table needs an admin token.
@@ -271,7 +271,7 @@ async fn route_actor(request: &mut Request) -> Option<String> {
 /// needs an admin token.
 pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Permission {
     match (method.as_str(), route) {
-        (_, "/healthz") => Permission::Public,
+        (_, "/healthz" | "/readyz") => Permission::Public,
         ("GET", "/metrics") if open_metrics => Permission::Public,
         ("POST", "/actors/{actor}/{key}/actions/{action}")
         | ("PUT", "/actors/{actor}/{key}")
@@ -484,6 +484,7 @@ mod tests {
     fn only_listed_routes_are_open_to_clients() {
         let p = |method: Method, route: &str| permission(&method, route, false);
         assert_eq!(p(Method::GET, "/healthz"), Permission::Public);
+        assert_eq!(p(Method::GET, "/readyz"), Permission::Public);
         assert_eq!(p(Method::GET, "/metrics"), Permission::Admin);
         assert_eq!(
             permission(&Method::GET, "/metrics", true),

@@ -191,7 +191,8 @@ impl Core {
         done: impl Fn() -> Option<T>,
         op: impl AsyncFnOnce(&mut Cell, &Slot) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let mut def = self.resolve(actor, key)?;
+        // An actor still compiling: wait for it, up to its call timeout.
+        let mut def = self.resolve_ready(actor, key).await?;
         loop {
             let slot = self
                 .directory

@@ -12,6 +12,10 @@
 //! that operation's transaction (`cells.rs`). Queue workers of the old
 //! code are dropped at the pump's next event. The manifest's component
 //! is what the next start loads: a deploy lives as long as the process.
+//!
+//! A deploy of an actor whose component is still compiling waits for it
+//! (it moves to the front of the line); one whose component failed to
+//! load gives it its first running component.
 
 use std::sync::Arc;
 
@@ -33,7 +37,8 @@ pub struct Deployed {
     pub version: u64,
     /// The SHA-256 of the component it runs now.
     pub digest: String,
-    /// The SHA-256 of the component it ran before.
+    /// The SHA-256 of the component it ran before (empty if it ran none:
+    /// its manifest's component failed to load).
     pub previous_digest: String,
     /// Unfinished workflows replayed against it first (0 without a check).
     pub checked: usize,
@@ -49,13 +54,17 @@ impl Core {
         check: bool,
     ) -> Result<Deployed, Error> {
         let _one_at_a_time = self.deploying.lock().await;
-        let running = self.deployable(actor)?;
+        let running = self.deployable(actor).await?;
         let (engine, linker) = (self.engine.clone(), self.linker.clone());
         let cache_dir = self
             .cache_dir
             .try_clone()
             .map_err(|e| Error::Overloaded(format!("cannot open the compile cache: {e}")))?;
-        let (name, options) = (actor.to_owned(), running.options.clone());
+        let spec = self
+            .actors
+            .spec(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))?;
+        let (name, options) = (actor.to_owned(), spec.options.clone());
         // Compiling is CPU-bound: keep it off the async workers.
         let loaded = tokio::task::spawn_blocking(move || {
             definition::from_bytes(&engine, &linker, &cache_dir, &name, &options, &bytes)
@@ -69,7 +78,7 @@ impl Core {
     /// Puts back the component `actor` ran before its last deploy.
     pub(crate) async fn roll_back(&self, actor: &str, check: bool) -> Result<Deployed, Error> {
         let _one_at_a_time = self.deploying.lock().await;
-        let running = self.deployable(actor)?;
+        let running = self.deployable(actor).await?;
         let previous = self
             .previous_of(actor)
             .ok_or(Error::NoPrevious(actor.into()))?;
@@ -83,8 +92,10 @@ impl Core {
         self.swap(actor, running, previous, check).await
     }
 
-    /// The running definition of `actor`, if this host may deploy it.
-    fn deployable(&self, actor: &str) -> Result<Arc<ActorDefinition>, Error> {
+    /// The running definition of `actor` (`None` if its component failed
+    /// to load), if this host may deploy it: once its component is
+    /// compiled, if it is still compiling.
+    async fn deployable(&self, actor: &str) -> Result<Option<Arc<ActorDefinition>>, Error> {
         if self.is_shutting_down() {
             return Err(Error::ShuttingDown);
         }
@@ -94,8 +105,11 @@ impl Core {
                  loads the manifest's component; restart the hosts one by one with the new one"
             )));
         }
-        self.definition(actor)
-            .ok_or_else(|| Error::UnknownActor(actor.into()))
+        match self.actors.ready(actor, None).await {
+            Ok(running) => Ok(Some(running)),
+            Err(Error::LoadFailed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn previous_of(&self, actor: &str) -> Option<Arc<ActorDefinition>> {
@@ -108,11 +122,12 @@ impl Core {
     async fn swap(
         &self,
         actor: &str,
-        running: Arc<ActorDefinition>,
+        running: Option<Arc<ActorDefinition>>,
         new: ActorDefinition,
         check: bool,
     ) -> Result<Deployed, Error> {
-        let new = Arc::new(new.with_version(running.version + 1));
+        let version = running.as_ref().map_or(0, |running| running.version) + 1;
+        let new = Arc::new(new.with_version(version));
         let checked = if check {
             let (checked, divergences) = self.check_workflows(&new).await?;
             if !divergences.is_empty() {
@@ -125,19 +140,22 @@ impl Core {
         } else {
             0
         };
-        {
-            let mut actors = self.actors.write().unwrap_or_else(|e| e.into_inner());
-            actors.insert(actor.to_owned(), new.clone());
+        self.actors.set_ready(new.clone());
+        let previous_digest = running
+            .as_ref()
+            .map(|running| running.digest.clone())
+            .unwrap_or_default();
+        if let Some(running) = running {
+            self.previous
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(actor.to_owned(), running);
         }
-        self.previous
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(actor.to_owned(), running.clone());
         tracing::info!(
             actor,
             version = new.version,
             digest = %new.digest,
-            previous = %running.digest,
+            previous = %previous_digest,
             checked,
             "deployed"
         );
@@ -145,7 +163,7 @@ impl Core {
             actor: actor.into(),
             version: new.version,
             digest: new.digest.clone(),
-            previous_digest: running.digest.clone(),
+            previous_digest,
             checked,
         })
     }

@@ -1,4 +1,5 @@
-//! The runtime core: the actors' definitions, the data directory and its
+//! The runtime core: the actors' definitions (and the compilation of
+//! those the compile cache lacks, `loading.rs`), the data directory and its
 //! index, the directory of live instances and the means to run an
 //! operation in one of them ([`Core::with_cell`]), making room, putting
 //! idle instances to sleep, and retrying calls that met a conflict.
@@ -10,11 +11,12 @@
 
 mod cells;
 mod deploy;
+mod loading;
 mod reaper;
 mod retry;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -25,7 +27,7 @@ use crate::address::{Address, ByActor};
 use crate::capability;
 use crate::config::HostConfig;
 use crate::connections::Hub;
-use crate::definition::{self, ActorDefinition};
+use crate::definition::ActorDefinition;
 use crate::directory::Directory;
 use crate::engine::{self, EpochTicker};
 use crate::error::Error;
@@ -40,6 +42,9 @@ use crate::storage::store::InstanceStore;
 use crate::storage::{DataDir, validate_actor_name, validate_key};
 
 pub use deploy::Deployed;
+pub(crate) use loading::Compile;
+pub use loading::Readiness;
+use loading::{Actors, Compiler, Loading, load_failed};
 pub(crate) use retry::ConflictRetry;
 
 /// What the core asks of background work after an operation's commits.
@@ -60,8 +65,9 @@ pub(crate) struct Core {
     pub(crate) config: HostConfig,
     /// Instances' databases and the index of marks.
     pub(crate) store: InstanceStore,
-    /// The running definition of each actor; a deploy replaces one.
-    actors: RwLock<ByActor<String, Arc<ActorDefinition>>>,
+    /// Every actor and its component: ready (a deploy replaces its
+    /// definition), compiling or failed.
+    actors: Arc<Actors>,
     /// The definition each actor ran before its last deploy.
     previous: std::sync::Mutex<ByActor<String, Arc<ActorDefinition>>>,
     /// One deploy at a time.
@@ -89,15 +95,21 @@ struct Above {
 }
 
 impl Core {
-    /// Opens the data directory, loads every actor and starts the reaper.
-    pub(crate) async fn start(config: HostConfig, actors: &[ActorSpec]) -> Result<Arc<Core>> {
+    /// Opens the data directory, loads the actors (every one, or with
+    /// [`Compile::Background`] those the compile cache holds, the others
+    /// compiling afterwards) and starts the reaper.
+    pub(crate) async fn start(
+        config: HostConfig,
+        actors: &[ActorSpec],
+        compile: Compile,
+    ) -> Result<Arc<Core>> {
         // Before the first connection of this process opens.
         crate::storage::heap::install();
         let data = DataDir::open(&config.data_dir, config.synchronous)?;
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;
         let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
-        let definitions = load_definitions(&engine, &linker, &cache_dir, actors).await?;
+        let actors = Arc::new(load_actors(&engine, &linker, &cache_dir, actors, compile).await?);
         let cluster = match &config.cluster {
             Some(cluster) => {
                 cluster.check().map_err(anyhow::Error::msg)?;
@@ -105,7 +117,8 @@ impl Core {
             }
             None => None,
         };
-        let store = InstanceStore::open(data, config.synchronous, definitions.keys(), cluster)?;
+        let names = actors.names();
+        let store = InstanceStore::open(data, config.synchronous, names.iter(), cluster)?;
         let hub = Arc::new(Hub::default());
         if let Some(cluster) = store.cluster() {
             // Clients connected to instances another host now serves hear
@@ -120,7 +133,7 @@ impl Core {
                 }
             });
         }
-        let metrics = Arc::new(Metrics::new(definitions.keys().map(String::as_str)));
+        let metrics = Arc::new(Metrics::new(names.iter().map(String::as_str)));
         let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), &metrics);
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
@@ -129,7 +142,7 @@ impl Core {
             cache_dir,
             config,
             store,
-            actors: RwLock::new(definitions),
+            actors,
             previous: Default::default(),
             deploying: Default::default(),
             directory: Directory::default(),
@@ -142,6 +155,15 @@ impl Core {
             above: OnceLock::new(),
         });
         tokio::spawn(reaper::reap_idle(Arc::downgrade(&core)));
+        if core.actors.any_queued() {
+            let compiler = Compiler {
+                engine: core.engine.clone(),
+                linker: core.linker.clone(),
+                cache_dir: core.cache_dir.try_clone()?,
+                actors: Arc::downgrade(&core.actors),
+            };
+            tokio::spawn(compiler.run());
+        }
         Ok(core)
     }
 
@@ -166,9 +188,17 @@ impl Core {
 
     /// Names of the defined actors, sorted.
     pub(crate) fn actor_names(&self) -> Vec<String> {
-        let mut names: Vec<_> = self.actors().keys().cloned().collect();
-        names.sort();
-        names
+        self.actors.names()
+    }
+
+    /// Names of the actors whose component is ready, sorted.
+    pub(crate) fn ready_actor_names(&self) -> Vec<String> {
+        self.actors.ready_names()
+    }
+
+    /// Which actors are ready, still compiling, or failed to load.
+    pub(crate) fn readiness(&self) -> Readiness {
+        self.actors.readiness()
     }
 
     /// Instances awake right now.
@@ -176,9 +206,10 @@ impl Core {
         self.awake.load(Ordering::Relaxed)
     }
 
-    /// From now on, no new operation starts.
+    /// From now on, no new operation (nor compilation) starts.
     pub(crate) fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::Relaxed);
+        self.actors.stop();
     }
 
     pub(crate) fn is_shutting_down(&self) -> bool {
@@ -189,26 +220,77 @@ impl Core {
         self.config.max_awake
     }
 
-    /// The running definition of `actor`.
+    /// The running definition of `actor`, if its component is ready.
     pub(crate) fn definition(&self, actor: &str) -> Option<Arc<ActorDefinition>> {
-        self.actors().get(actor).cloned()
+        self.actors.definition(actor)
     }
 
-    fn actors(&self) -> std::sync::RwLockReadGuard<'_, ByActor<String, Arc<ActorDefinition>>> {
-        // A panic never happens with the lock held: nothing is lost by
-        // taking it poisoned.
-        self.actors.read().unwrap_or_else(|e| e.into_inner())
+    /// `actor` as the manifest gave it (its file and options).
+    pub(crate) fn spec(&self, actor: &str) -> Option<Arc<ActorSpec>> {
+        self.actors.spec(actor)
     }
 
-    /// The definition of `actor`, if the address is valid and the host runs.
+    /// `actor` as the manifest gave it (its file and options), if the
+    /// address is valid and the host runs, whatever its component's state:
+    /// for what reads an instance's files without running its code.
+    pub(crate) fn listed(&self, actor: &str, key: &str) -> Result<Arc<ActorSpec>, Error> {
+        self.check_address(actor, key)?;
+        self.actors
+            .spec(actor)
+            .ok_or_else(|| Error::UnknownActor(actor.into()))
+    }
+
+    /// The definition of `actor`, if the address is valid, the host runs
+    /// and the actor's component is ready (else [`Error::Compiling`] or
+    /// [`Error::LoadFailed`], without waiting).
     pub(crate) fn resolve(&self, actor: &str, key: &str) -> Result<Arc<ActorDefinition>, Error> {
+        self.check_address(actor, key)?;
+        self.loaded(actor)
+    }
+
+    /// The definition of `actor` if its component is ready, else
+    /// [`Error::Compiling`] or [`Error::LoadFailed`] (without waiting).
+    pub(crate) fn loaded(&self, actor: &str) -> Result<Arc<ActorDefinition>, Error> {
+        match self.actors.state(actor) {
+            Some(Loading::Ready(def)) => Ok(def),
+            Some(Loading::Compiling) => Err(Error::Compiling {
+                actor: actor.into(),
+                waited_ms: 0,
+            }),
+            Some(Loading::Failed(error)) => Err(load_failed(&error)),
+            None => Err(Error::UnknownActor(actor.into())),
+        }
+    }
+
+    /// [`Core::resolve`], waiting for a component still compiling (moved
+    /// to the front of the line) up to the actor's `call_timeout`: what
+    /// every operation on an instance waits at most before
+    /// [`Error::Compiling`].
+    pub(crate) async fn resolve_ready(
+        &self,
+        actor: &str,
+        key: &str,
+    ) -> Result<Arc<ActorDefinition>, Error> {
+        let spec = self.listed(actor, key)?;
+        self.actors
+            .ready(actor, Some(spec.options.call_timeout))
+            .await
+    }
+
+    /// Waits, as long as it takes, until `actor`'s component is ready
+    /// (its compilation moved to the front of the line).
+    pub(crate) async fn wait_ready(&self, actor: &str) -> Result<(), Error> {
+        validate_actor_name(actor)?;
+        self.actors.ready(actor, None).await.map(|_| ())
+    }
+
+    fn check_address(&self, actor: &str, key: &str) -> Result<(), Error> {
         if self.is_shutting_down() {
             return Err(Error::ShuttingDown);
         }
         validate_actor_name(actor)?;
         validate_key(key)?;
-        self.definition(actor)
-            .ok_or_else(|| Error::UnknownActor(actor.into()))
+        Ok(())
     }
 
     /// The address of (`actor`, `key`), with the actor's name shared.
@@ -219,35 +301,43 @@ impl Core {
         }
     }
 
+    /// The address of (`spec`'s actor, `key`).
+    pub(crate) fn address_of(&self, spec: &ActorSpec, key: &str) -> Address {
+        Address {
+            actor: spec.name.as_str().into(),
+            key: key.into(),
+        }
+    }
+
     /// The call timeout of `actor` (the default for an unknown actor,
     /// which fails anyway).
     pub(crate) fn call_timeout(&self, actor: &str) -> Duration {
-        self.definition(actor)
-            .map_or(crate::config::DEFAULT_CALL_TIMEOUT, |d| {
-                d.options.call_timeout
+        self.actors
+            .spec(actor)
+            .map_or(crate::config::DEFAULT_CALL_TIMEOUT, |spec| {
+                spec.options.call_timeout
             })
     }
 }
 
-pub(crate) async fn load_definitions(
+/// The actors of `specs`, loaded as `compile` says (see
+/// [`Actors::load`]), off the async workers.
+pub(crate) async fn load_actors(
     engine: &Engine,
     linker: &Linker<InstanceState>,
     cache_dir: &cap_std::fs::Dir,
-    actors: &[ActorSpec],
-) -> Result<ByActor<String, Arc<ActorDefinition>>> {
-    let mut definitions = ByActor::default();
-    for spec in actors {
+    specs: &[ActorSpec],
+    compile: Compile,
+) -> Result<Actors> {
+    for spec in specs {
         validate_actor_name(&spec.name)?;
-        let engine = engine.clone();
-        let linker = linker.clone();
-        let cache_dir = cache_dir.try_clone()?;
-        let spec = spec.clone();
-        // Compiling is CPU-bound: keep it off the async workers.
-        let def = tokio::task::spawn_blocking(move || {
-            definition::load(&engine, &linker, &cache_dir, &spec)
-        })
-        .await??;
-        definitions.insert(def.name.to_string(), Arc::new(def));
     }
-    Ok(definitions)
+    let (engine, linker, cache_dir) = (engine.clone(), linker.clone(), cache_dir.try_clone()?);
+    let specs = specs.to_vec();
+    // Reading files and compiling block: keep them off the async workers.
+    let actors = tokio::task::spawn_blocking(move || {
+        Actors::load(&engine, &linker, &cache_dir, &specs, compile)
+    })
+    .await??;
+    Ok(actors)
 }

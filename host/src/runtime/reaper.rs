@@ -62,9 +62,9 @@ pub(super) async fn reap_idle(core: Weak<Core>) {
 
 fn reap_interval(core: &Core) -> Duration {
     let shortest = core
-        .actors()
-        .values()
-        .map(|d| d.options.sleep_timeout)
+        .actors
+        .sleep_timeouts()
+        .into_iter()
         .min()
         .unwrap_or(Duration::from_secs(1));
     (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
