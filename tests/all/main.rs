@@ -29,6 +29,7 @@ mod lifecycle;
 mod loading;
 mod logging;
 mod metrics;
+mod outbound;
 mod queue;
 mod sandbox;
 mod sandbox_bounds;
