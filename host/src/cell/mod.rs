@@ -182,7 +182,9 @@ impl Cell {
                 &def.options,
                 state.deadline.clone(),
                 outbound,
+                awake.1.clone(),
             ));
+            state.http.metrics = Some(awake.1.clone());
         }
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);

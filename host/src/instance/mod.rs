@@ -80,6 +80,8 @@ pub(crate) struct InstanceState {
 pub(crate) struct HttpContext {
     pub(crate) ctx: WasiHttpCtx,
     pub(crate) hooks: Box<dyn WasiHttpHooks>,
+    /// Where requests refused at the import are counted.
+    pub(crate) metrics: Option<Arc<crate::metrics::ActorMetrics>>,
 }
 
 impl Default for HttpContext {
@@ -89,6 +91,7 @@ impl Default for HttpContext {
         HttpContext {
             ctx: WasiHttpCtx::new(),
             hooks: Box::new(NoOutgoingRequests),
+            metrics: None,
         }
     }
 }

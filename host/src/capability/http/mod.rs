@@ -40,6 +40,7 @@ use crate::config::{
 };
 use crate::deadline::Deadline;
 use crate::instance::{InstanceState, Mode, Refusal};
+use crate::metrics::ActorMetrics;
 use crate::outbound::{Allowed, Listed, Scheme};
 
 /// The name of the import, in refusals.
@@ -88,10 +89,13 @@ fn handle(
     if let Some(refusal) = refusal {
         // The request was given to the call: it goes with the refusal.
         let _ = state.http().table.delete(request);
-        let text = match refusal {
-            Refusal::NotInStep(why) => format!("not-in-step: {why}"),
-            Refusal::NotAllowed(why) => format!("not-allowed: {why}"),
+        let (outcome, text) = match refusal {
+            Refusal::NotInStep(why) => ("not-in-step", format!("not-in-step: {why}")),
+            Refusal::NotAllowed(why) => ("not-allowed", format!("not-allowed: {why}")),
         };
+        if let Some(metrics) = &state.http.metrics {
+            metrics.outbound_ended(outcome, Duration::ZERO);
+        }
         return Err(types::ErrorCode::InternalError(Some(text)).into());
     }
     state
@@ -128,6 +132,7 @@ pub(crate) struct Hooks {
     deadline: Deadline,
     in_flight: Arc<Semaphore>,
     host: Arc<Outbound>,
+    metrics: Arc<ActorMetrics>,
 }
 
 impl Hooks {
@@ -136,6 +141,7 @@ impl Hooks {
         options: &crate::config::ActorOptions,
         deadline: Deadline,
         host: Arc<Outbound>,
+        metrics: Arc<ActorMetrics>,
     ) -> Hooks {
         Hooks {
             actor,
@@ -145,6 +151,7 @@ impl Hooks {
             deadline,
             in_flight: Arc::new(Semaphore::new(MAX_OUTBOUND_PER_INSTANCE)),
             host,
+            metrics,
         }
     }
 
@@ -274,9 +281,33 @@ impl WasiHttpHooks for Hooks {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Sent> + Send> {
+        let metrics = self.metrics.clone();
+        let began = Instant::now();
         match self.admit(&request, options) {
-            Ok(plan) => Box::new(send::send(request, plan)),
-            Err(refused) => Box::new(async move { Err(refused) }),
+            Ok(plan) => Box::new(async move {
+                let sent = send::send(request, plan).await;
+                let outcome = match &sent {
+                    Ok(_) => "answered",
+                    Err(e) => outcome(e),
+                };
+                metrics.outbound_ended(outcome, began.elapsed());
+                sent
+            }),
+            Err(refused) => {
+                metrics.outbound_ended(outcome(&refused), began.elapsed());
+                Box::new(async move { Err(refused) })
+            }
         }
+    }
+}
+
+/// What `burrow_outbound_requests` counts a request that failed as.
+fn outcome(e: &Error) -> &'static str {
+    match e {
+        Error::InternalError(Some(text)) if text.starts_with("denied:") => "denied",
+        Error::InternalError(Some(text)) if text.starts_with("limit:") => "limit",
+        Error::ConnectionTimeout | Error::ConnectionReadTimeout | Error::DnsTimeout => "timeout",
+        Error::HttpRequestBodySize(_) | Error::HttpResponseBodySize(_) => "too-large",
+        _ => "failed",
     }
 }

@@ -171,37 +171,49 @@ fn left(at: Instant) -> Duration {
 /// The addresses the request may connect to: its host's, less those of
 /// the refused ranges unless the host is listed by its very name.
 async fn resolve(plan: &Plan, connect_by: Instant) -> Result<Vec<SocketAddr>, Error> {
-    let found: Vec<SocketAddr> = match plan.host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, plan.port)],
-        Err(_) => {
-            let lookup = tokio::net::lookup_host((plan.host.as_str(), plan.port));
-            tokio::time::timeout(left(connect_by), lookup)
-                .await
-                .map_err(|_| Error::DnsTimeout)?
-                .map_err(|e| Error::DnsError {
-                    rcode: Some(e.to_string()),
-                    info_code: None,
-                })?
-                .collect()
-        }
+    let found = lookup(&plan.host, plan.port, connect_by).await?;
+    reachable(&plan.host, found, plan.any_address).map_err(|why| plan.denied(why))
+}
+
+/// The addresses `host` (a name or an address) resolves to, by `by`.
+async fn lookup(host: &str, port: u16, by: Instant) -> Result<Vec<SocketAddr>, Error> {
+    let found: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::time::timeout(left(by), tokio::net::lookup_host((host, port)))
+            .await
+            .map_err(|_| Error::DnsTimeout)?
+            .map_err(|e| Error::DnsError {
+                rcode: Some(e.to_string()),
+                info_code: None,
+            })?
+            .collect(),
     };
     if found.is_empty() {
         return Err(Error::DestinationNotFound);
     }
-    if plan.any_address {
+    Ok(found)
+}
+
+/// Of the addresses `host` resolved to, those a request may reach (all of
+/// them when `any_address`), or why none.
+fn reachable(
+    host: &str,
+    found: Vec<SocketAddr>,
+    any_address: bool,
+) -> Result<Vec<SocketAddr>, String> {
+    if any_address {
         return Ok(found);
     }
     let (allowed, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = found
         .into_iter()
         .partition(|address| refused_range(address.ip()).is_none());
     match refused.first() {
-        Some(address) if allowed.is_empty() => Err(plan.denied(format!(
-            "`{}` resolves to {}, a {} address, which only a host listed by its exact name \
+        Some(address) if allowed.is_empty() => Err(format!(
+            "`{host}` resolves to {}, a {} address, which only a host listed by its exact name \
              may reach",
-            plan.host,
             address.ip(),
             refused_range(address.ip()).unwrap_or("refused")
-        ))),
+        )),
         _ => Ok(allowed),
     }
 }
@@ -307,5 +319,53 @@ impl Body for ResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         self.incoming.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn by() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    /// A name is checked by the addresses it resolves to: `localhost`
+    /// (from the hosts file, no traffic) is loopback, refused unless
+    /// listed by that very name.
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_is_refused_unless_listed_exactly() {
+        let found = lookup("localhost", 8080, by()).await.unwrap();
+        assert!(found.iter().all(|a| a.ip().is_loopback()), "{found:?}");
+        let why = reachable("localhost", found.clone(), false).unwrap_err();
+        assert!(why.contains("`localhost` resolves to"), "{why}");
+        assert!(why.contains("loopback"), "{why}");
+        assert_eq!(reachable("localhost", found.clone(), true).unwrap(), found);
+    }
+
+    #[tokio::test]
+    async fn addresses_of_refused_ranges_are_refused_before_any_connection() {
+        for (host, range) in [
+            ("169.254.169.254", "link-local"),
+            ("127.0.0.1", "loopback"),
+            ("10.1.2.3", "private"),
+            ("192.168.0.10", "private"),
+            ("0.0.0.0", "unspecified"),
+            ("::1", "loopback"),
+            ("fe80::1", "link-local"),
+            ("::ffff:169.254.169.254", "link-local"),
+        ] {
+            let found = lookup(host, 80, by()).await.unwrap();
+            let why = reachable(host, found, false).unwrap_err();
+            assert!(why.contains(range), "{host}: {why}");
+        }
+    }
+
+    #[test]
+    fn of_mixed_addresses_only_the_public_ones_are_kept() {
+        let public: SocketAddr = "93.184.215.14:443".parse().unwrap();
+        let metadata: SocketAddr = "169.254.169.254:443".parse().unwrap();
+        let kept = reachable("mixed.example", vec![metadata, public], false).unwrap();
+        assert_eq!(kept, vec![public]);
     }
 }
