@@ -75,7 +75,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<InstanceState>) -> wasmtime::Res
 }
 
 /// `wasi:http/outgoing-handler.handle`, guarded (see the module docs).
-fn handle(
+pub(crate) fn handle(
     state: &mut InstanceState,
     request: Resource<HostOutgoingRequest>,
     options: Option<Resource<types::RequestOptions>>,
