@@ -4,6 +4,7 @@
 //! `burrow-test-artifacts` crate; each is used by a test here.
 
 mod postgres;
+mod provider;
 mod support;
 
 mod access;
