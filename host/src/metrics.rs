@@ -847,11 +847,14 @@ mod tests {
                     Some((others, _)) => others.strip_suffix(',').unwrap_or(others),
                     None => labels,
                 };
-                let series = series.to_owned();
+                // Named by its histogram too: two histograms may have the
+                // same labels.
+                let series = format!("{}{{{series}}}", name.trim_end_matches("_bucket"));
                 buckets.push((series, le.expect("a bucket has le"), value));
             }
             if name.ends_with("_count") && kind == "histogram" {
-                let mine: Vec<_> = buckets.iter().filter(|(s, _, _)| *s == labels).collect();
+                let series = format!("{}{{{labels}}}", name.trim_end_matches("_count"));
+                let mine: Vec<_> = buckets.iter().filter(|(s, _, _)| *s == series).collect();
                 assert!(!mine.is_empty(), "buckets before _count: {line}");
                 assert!(
                     mine.windows(2).all(|w| w[0].1 < w[1].1 && w[0].2 <= w[1].2),
