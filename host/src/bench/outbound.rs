@@ -198,11 +198,11 @@ pub(super) async fn run(config: HostConfig, spec: &ActorSpec, steps: usize) -> R
         "us_per_step_without_request": round(w5_step),
         "floor_us_per_request_new_connection": round(floor_fresh),
         "floor_us_per_request_kept_alive": round(floor_kept),
-        "step_with_request_to_floor_plus_step": round(w8_step / (floor_fresh + w5_step) * 10.0) / 10.0,
+        "step_with_request_to_floor_plus_step": round(w8_step / (floor_fresh + w5_step)),
         "parallel_workflows": PARALLEL,
         "parallel_steps_each": each,
         "parallel_steps_per_sec": w8_rate.round(),
         "floor_parallel_requests_per_sec": floor_rate.round(),
-        "floor_parallel_to_parallel_steps": round(floor_rate / w8_rate * 10.0) / 10.0,
+        "floor_parallel_to_parallel_steps": round(floor_rate / w8_rate),
     }))
 }
