@@ -6,7 +6,8 @@
 // The entry module ends with `export default actor({...})`. It is bundled
 // (with the SDK, imported as 'burrow-sdk', and any npm packages it
 // imports) into one module, which componentize-js turns into a component
-// of the world `full-actor` of wit/actor.wit: SpiderMonkey, snapshotted
+// of the world `full-actor-http` of wit/http.wit (`full-actor` of
+// wit/actor.wit, and wasi:http for `fetch`): SpiderMonkey, snapshotted
 // after the module's top level has run.
 
 import { componentize } from '@bytecodealliance/componentize-js';
@@ -29,7 +30,7 @@ function usage(message) {
 
 function parseArgs(argv) {
   const positional = [];
-  const options = { wit: undefined, world: 'full-actor' };
+  const options = { wit: undefined, world: 'full-actor-http' };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--wit' || arg === '--world') {
@@ -106,16 +107,22 @@ async function inputsDigest(code, wit, world) {
   const hash = createHash('sha256');
   const versions = await readFile(join(here, 'package-lock.json'));
   hash.update(versions).update('\0').update(world).update('\0').update(code).update('\0');
-  for (const file of (await readdir(wit)).filter((f) => f.endsWith('.wit')).sort()) {
-    hash.update(file).update('\0').update(await readFile(join(wit, file))).update('\0');
+  for (const sub of ['', 'deps']) {
+    const dir = join(wit, sub);
+    const files = existsSync(dir) ? (await readdir(dir)).filter((f) => f.endsWith('.wit')).sort() : [];
+    for (const file of files) {
+      hash.update(join(sub, file)).update('\0').update(await readFile(join(dir, file))).update('\0');
+    }
   }
   hash.update(DISABLED.join(','));
   return hash.digest('hex');
 }
 
-// The host offers no wasi:http; clocks, random numbers and stdio stay (the
-// host refuses clocks and randomness to workflow orchestration code).
-const DISABLED = ['http', 'fetch-event'];
+// An actor exports no wasi:http handler. Outgoing HTTP stays: the engine's
+// `Request`, `Response` and `Headers` (the SDK sends the requests itself,
+// see src/http.js); so do clocks, random numbers and stdio (the host
+// refuses clocks and randomness to workflow orchestration code).
+const DISABLED = ['fetch-event'];
 
 async function main() {
   const { entry, out, wit: givenWit, world } = parseArgs(process.argv.slice(2));

@@ -1,5 +1,6 @@
 //! Arbitrary sequences of the host's import calls (db, state, queue, log,
-//! workflow steps, loops, joins and queue waits in any order)
+//! workflow steps, loops, joins and queue waits, outgoing HTTP requests,
+//! in any order and in every mode)
 //! and transaction boundaries, as a hostile guest would make them. The
 //! session checks the host's invariants after every call.
 
@@ -116,7 +117,11 @@ enum Call {
     CancelSchedule(u8),
     PendingSchedules,
     Broadcast(u8, String),
+    Http(u8, Option<String>, Option<String>, Option<String>, Vec<(String, Vec<u8>)>),
 }
+
+/// Methods and schemes of outgoing requests, and a few of anything.
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "DELETE", "X-ANY"];
 
 /// Workflow calls, with names from a small set so that replays meet
 /// recorded positions.
@@ -227,6 +232,13 @@ fuzz_target!(|calls: Vec<Call>| {
             Call::CancelSchedule(id) => ImportCall::CancelSchedule(u64::from(id % 8)),
             Call::PendingSchedules => ImportCall::PendingSchedules,
             Call::Broadcast(n, payload) => ImportCall::Broadcast(name(n), payload),
+            Call::Http(method, scheme, authority, path, headers) => ImportCall::HttpRequest {
+                method: METHODS[method as usize % METHODS.len()].to_owned(),
+                scheme,
+                authority,
+                path,
+                headers,
+            },
         };
         session.apply(call);
     }

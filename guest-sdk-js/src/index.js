@@ -31,6 +31,7 @@ export {
   StepFailure,
 } from './errors.js';
 export { Ctx, WorkflowInterrupt } from './workflow.js';
+export { fetch, HttpError } from './http.js';
 export * as db from './db.js';
 export * as state from './state.js';
 export * as log from './log.js';

@@ -9,8 +9,8 @@
 // again, so only the orchestration code re-runs, and it must be
 // deterministic (take time from `ctx.now()`, not Date.now(): the host traps
 // clock and random calls outside steps). Side effects (db, state, queue,
-// schedule, actors, events) work only inside a step; outside, they throw
-// NotInStepError.
+// schedule, actors, events, fetch) work only inside a step; outside, they
+// throw NotInStepError.
 //
 // Every method of `ctx` returns a promise: await each one before the next,
 // since a run's positions are taken in the order its calls are made (use
@@ -145,6 +145,16 @@ export class Ctx {
       }
       throw e;
     }
+  }
+
+  /** Inside a step's body: the step's idempotency key, the same in every
+   * attempt, in every run and after every restart, different for every
+   * other step (and another instance, or one created anew under the same
+   * key). Send it with the step's requests (`Idempotency-Key`) so that a
+   * server that honours it applies a retried attempt once. `null` outside
+   * a step. */
+  get stepKey() {
+    return wit.stepKey() ?? null;
   }
 
   /** The interrupt that stopped this run, if any (for the runner). */

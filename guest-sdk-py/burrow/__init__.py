@@ -7,8 +7,9 @@ in one JSON state value (`burrow.state`), and every action runs in one
 transaction that the host commits only if the action returns. An actor can
 also process a durable queue (`burrow.queue`), run a durable workflow
 (`burrow.workflow`), schedule its actions for later (`burrow.schedule`),
-call other actors (`burrow.actors`) and send events to connected clients
-(`burrow.events`). It can keep actions from clients
+call other actors (`burrow.actors`), send events to connected clients
+(`burrow.events`) and send HTTP requests where its manifest allows
+(`burrow.http`). It can keep actions from clients
 (`@burrow.action(internal=True)`) and see who calls (`burrow.caller()`).
 
     import burrow
@@ -36,7 +37,7 @@ Build it with `python -m burrow.build DIR -o counter.wasm` (DIR holds
 gives the caller the code and message.
 """
 
-from . import actors, db, events, log, queue, schedule, state, workflow
+from . import actors, db, events, http, log, queue, schedule, state, workflow
 from ._actor import action, actor
 from ._caller import Caller, Identity, caller
 from ._errors import Error, InvalidArguments, NotAllowed, NotInStep
@@ -54,6 +55,7 @@ __all__ = [
     "caller",
     "db",
     "events",
+    "http",
     "log",
     "queue",
     "schedule",

@@ -1,15 +1,25 @@
-"""The componentize-py bindings of `wit/actor.wit` (world `full-actor`).
+"""The componentize-py bindings of `wit/http.wit` (world `full-actor-http`:
+`full-actor` of `wit/actor.wit` and `wasi:http/outgoing-handler`).
 
 componentize-py generates the `wit_world` package while it builds a
 component, so the bindings exist only inside one. Outside (unit tests of
 the pure logic, the build helper) `AVAILABLE` is False and calling into the
 host raises RuntimeError.
+
+Beside `wasi:http/types`, Burrow's `types` interface is named
+`burrow_actor_types`; a component built for the world `full-actor` (with
+`--world`) has it as `types`, and no `wasi:http` (`HTTP_AVAILABLE`).
 """
 
 try:
     from componentize_py_types import Err
     from wit_world.exports import access, processor, workflow_runner
-    from wit_world.imports import actors, caller, db, events, log, queue, schedule, state, types, workflow
+    from wit_world.imports import actors, caller, db, events, log, queue, schedule, state, workflow
+
+    try:
+        from wit_world.imports import burrow_actor_types as types
+    except ImportError:
+        from wit_world.imports import types
 
     AVAILABLE = True
 except ImportError:  # pragma: no cover - outside a component
@@ -45,3 +55,14 @@ except ImportError:  # pragma: no cover - outside a component
     workflow = _Missing("workflow")
     processor = _Missing("processor")
     workflow_runner = _Missing("workflow_runner")
+
+try:
+    from wit_world.imports import outgoing_handler, streams
+    from wit_world.imports import wasi_http_types as http_types
+
+    HTTP_AVAILABLE = True
+except ImportError:  # pragma: no cover - outside a component, or built without wasi:http
+    HTTP_AVAILABLE = False
+    outgoing_handler = None
+    streams = None
+    http_types = None

@@ -6,7 +6,8 @@
 The actor's module (`app.py` by default) declares the actor with
 `burrow.actor(...)` or `@burrow.action`. The helper writes a small entry
 module that imports it and the SDK's exports, and runs componentize-py
-(0.25.1) for the world `burrow:actor/full-actor` of the WIT file shipped
+(0.25.1) for the world `burrow:actor/full-actor-http` (`full-actor` and
+`wasi:http/outgoing-handler`, for `burrow.http`) of the WIT package shipped
 with this package. The SDK is copied next to the entry module, so the
 component gets this very version of it whether it is installed with pip or
 used from a source tree. Other modules of the actor's directory are
@@ -55,7 +56,10 @@ def _target(path, module):
     return path, module
 
 
-def build(source, output, module="app", wit=None, quiet=False):
+WORLD = "full-actor-http"
+
+
+def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
     """Builds the actor in `source` (a directory or a `.py` file) into
     `output`; returns the seconds it took."""
     begun = time.monotonic()
@@ -78,7 +82,7 @@ def build(source, output, module="app", wit=None, quiet=False):
         command = [
             exe,
             "--wit-path", wit,
-            "--world", "full-actor",
+            "--world", world,
             "componentize",
             "--python-path", tmp,
             "--python-path", directory,
@@ -106,9 +110,14 @@ def main(argv=None):
     parser.add_argument("-o", "--output", required=True, help="the component to write")
     parser.add_argument("-m", "--module", default="app", help="the actor's module in the directory (default: app)")
     parser.add_argument("--wit", help="the WIT directory (default: the one shipped with the SDK)")
+    parser.add_argument(
+        "--world",
+        default=WORLD,
+        help=f"the world (default: {WORLD}; `full-actor` leaves wasi:http and burrow.http out)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     args = parser.parse_args(argv)
-    build(args.source, args.output, args.module, args.wit, args.quiet)
+    build(args.source, args.output, args.module, args.wit, args.quiet, args.world)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ wait, wake and restart, each time from the start: a step that finished
 returns its recorded output without running again, so only orchestration
 code re-runs, and it must be deterministic (take time from `ctx.now()`).
 
-Side effects (`db`, `state`, `queue.append`, schedules, calls, broadcasts)
-work only inside a step; outside, the host refuses them with
+Side effects (`db`, `state`, `queue.append`, schedules, calls, broadcasts,
+HTTP requests) work only inside a step; outside, the host refuses them with
 `burrow.NotInStep`. A step's writes and its history entry commit together,
 so they happen once.
 
@@ -176,6 +176,16 @@ def attempt():
     """Inside a step's body: which attempt this is (1 for the first).
     Outside a step: 0."""
     return _attempt
+
+
+def step_key():
+    """The open step's idempotency key: the same in every attempt of the
+    step, in every run and after every restart, different for every other
+    step (and for another instance, or one created anew under the same
+    key). Send it with the step's requests (`Idempotency-Key`, see
+    `burrow.http`) so that a server that honours it applies a retried
+    attempt once. None outside a step."""
+    return _wit.step_key()
 
 
 def _interrupt(e):

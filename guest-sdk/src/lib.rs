@@ -55,6 +55,7 @@ pub mod db;
 mod dispatch;
 mod error;
 pub mod events;
+pub mod http;
 pub mod log;
 pub mod queue;
 pub mod schedule;

@@ -152,6 +152,13 @@ pub struct ActorOptions {
     pub queue_retry_cap: Duration,
     /// Most client connections one instance may have at once.
     pub max_connections: usize,
+    /// What its outgoing HTTP requests may reach (manifest `http`; by
+    /// default nothing).
+    pub http: crate::outbound::Allowed,
+    /// Largest body of one outgoing request, in bytes.
+    pub http_max_request: u64,
+    /// Largest body of the response to one outgoing request, in bytes.
+    pub http_max_response: u64,
 }
 
 impl Default for ActorOptions {
@@ -167,9 +174,34 @@ impl Default for ActorOptions {
             queue_retry_base: DEFAULT_QUEUE_RETRY_BASE,
             queue_retry_cap: DEFAULT_QUEUE_RETRY_CAP,
             max_connections: DEFAULT_MAX_CONNECTIONS_PER_INSTANCE,
+            http: crate::outbound::Allowed::default(),
+            http_max_request: DEFAULT_HTTP_MAX_REQUEST,
+            http_max_response: DEFAULT_HTTP_MAX_RESPONSE,
         }
     }
 }
+
+/// Default largest body of an outgoing request (manifest
+/// `http_max_request`).
+pub const DEFAULT_HTTP_MAX_REQUEST: u64 = 4 << 20;
+/// Default largest body of the response to an outgoing request (manifest
+/// `http_max_response`).
+pub const DEFAULT_HTTP_MAX_RESPONSE: u64 = 16 << 20;
+/// Longest an outgoing request may take to connect (TLS included), at
+/// most what is left of the call's or step's deadline.
+pub const OUTBOUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest an outgoing request may wait for its response's head, once
+/// sent, at most what is left of the deadline.
+pub const OUTBOUND_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a response's body may pause between two pieces, at most what
+/// is left of the deadline.
+pub const OUTBOUND_BETWEEN_BYTES_TIMEOUT: Duration = Duration::from_secs(30);
+/// Outgoing requests one instance may have in flight at once (more are
+/// refused at once).
+pub const MAX_OUTBOUND_PER_INSTANCE: usize = 16;
+/// Outgoing requests one host may have in flight at once, all instances
+/// together.
+pub const MAX_OUTBOUND_PER_HOST: usize = 1024;
 
 /// Default lease of a cluster member: how long its instances stay its own
 /// after its last heartbeat.
@@ -270,6 +302,9 @@ pub struct HostConfig {
     /// The cluster this host joins (`None`: it runs alone on its data
     /// directory).
     pub cluster: Option<ClusterConfig>,
+    /// CA certificates (PEM) that actors' outgoing HTTPS requests trust
+    /// besides the system's roots.
+    pub outbound_ca: Option<PathBuf>,
 }
 
 impl Default for HostConfig {
@@ -282,6 +317,7 @@ impl Default for HostConfig {
             pooling: true,
             cache_dir: None,
             cluster: None,
+            outbound_ca: None,
         }
     }
 }

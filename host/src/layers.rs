@@ -8,7 +8,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "leaves",
         &[
             "address", "bindings", "blocking", "cache", "caller", "config", "deadline", "engine",
-            "error", "metrics", "text", "watchdog",
+            "error", "metrics", "outbound", "text", "watchdog",
         ],
     ),
     (

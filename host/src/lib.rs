@@ -76,6 +76,7 @@ mod instance;
 mod layers;
 pub mod manifest;
 mod metrics;
+pub mod outbound;
 mod presence;
 pub mod queue;
 mod runtime;

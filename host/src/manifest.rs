@@ -18,6 +18,7 @@
 //! max_unauthenticated_per_address = 100
 //! max_token_waits = 256       # WebSockets waiting for their first-message token
 //! max_token_waits_per_address = 16
+//! outbound_ca = "ca.pem"      # optional: CAs outgoing HTTPS trusts besides the system's
 //!
 //! [actors.counter]
 //! component = "target/wasm32-wasip2/guest/counter.wasm"
@@ -33,6 +34,10 @@
 //! queue_retry_base = "1s"     # optional, first retry after 1s, then doubling
 //! queue_retry_cap = "5m"      # optional, longest wait between attempts
 //! max_connections = 1000      # optional, client connections per instance
+//! http = ["https://api.example.com", "http://127.0.0.1:9000"] # optional: what
+//!                             # its outgoing HTTP may reach (default: nothing)
+//! http_max_request = "4MiB"   # optional, largest outgoing request body
+//! http_max_response = "16MiB" # optional, largest response body it reads
 //! ```
 //!
 //! Relative paths are relative to the manifest's directory; build commands
@@ -122,6 +127,9 @@ pub struct HostSection {
     /// WebSockets waiting for their first-message token from one client
     /// address.
     pub max_token_waits_per_address: Option<usize>,
+    /// CA certificates (PEM) that actors' outgoing HTTPS requests trust
+    /// besides the system's roots (`--outbound-ca` wins).
+    pub outbound_ca: Option<PathBuf>,
 }
 
 /// One actor of the manifest.
@@ -167,6 +175,10 @@ struct RawActor {
     queue_retry_base: Option<String>,
     queue_retry_cap: Option<String>,
     max_connections: Option<usize>,
+    #[serde(default)]
+    http: Vec<String>,
+    http_max_request: Option<String>,
+    http_max_response: Option<String>,
 }
 
 impl Manifest {
@@ -240,6 +252,16 @@ impl Manifest {
         Some((self.dir.join(cert), self.dir.join(key)))
     }
 
+    /// The CA certificates outgoing HTTPS requests trust besides the
+    /// system's roots, if the manifest names a file (relative to its
+    /// directory).
+    pub fn outbound_ca(&self) -> Option<PathBuf> {
+        self.host
+            .outbound_ca
+            .as_ref()
+            .map(|path| self.dir.join(path))
+    }
+
     /// The data directory the manifest asks for, relative to its directory.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.join(
@@ -291,6 +313,16 @@ impl ActorSpec {
         }
         if let Some(n) = raw.max_connections {
             options.max_connections = n;
+        }
+        options.http =
+            crate::outbound::Allowed::parse(&raw.http).map_err(|e| anyhow!("http: {e}"))?;
+        if let Some(s) = raw.http_max_request {
+            options.http_max_request =
+                parse_size(&s).map_err(|e| anyhow!("http_max_request: {e}"))? as u64;
+        }
+        if let Some(s) = raw.http_max_response {
+            options.http_max_response =
+                parse_size(&s).map_err(|e| anyhow!("http_max_response: {e}"))? as u64;
         }
         Ok(ActorSpec {
             name: name.to_owned(),

@@ -213,6 +213,8 @@ struct Families {
     evictions: Family<ReasonLabels, Counter>,
     connections: Family<ActorLabel, Gauge>,
     events_sent: Family<ActorLabel, Counter>,
+    outbound_requests: Family<OutcomeLabels, Counter>,
+    outbound_duration: Family<ActorLabel, DurationHistogram>,
 }
 
 impl Families {
@@ -296,6 +298,16 @@ impl Families {
             "burrow_connection_events_sent",
             "Events handed to client connections (one per event and connection)",
             self.events_sent.clone(),
+        );
+        registry.register(
+            "burrow_outbound_requests",
+            "Outgoing HTTP requests of actors, by actor and outcome: answered, or why not (denied, limit, not-in-step, not-allowed, timeout, too-large, failed)",
+            self.outbound_requests.clone(),
+        );
+        registry.register(
+            "burrow_outbound_request_duration_seconds",
+            "Time from an outgoing request's send to its answer's head, or to its failure, by actor",
+            self.outbound_duration.clone(),
         );
     }
 }
@@ -414,6 +426,8 @@ pub(crate) struct ActorMetrics {
     evicted_idle: Counter,
     connections: Gauge,
     events_sent: Counter,
+    outbound_requests: Family<OutcomeLabels, Counter>,
+    outbound_duration: DurationHistogram,
 }
 
 /// Why an instance was put to sleep.
@@ -468,6 +482,8 @@ impl ActorMetrics {
             evicted_idle: families.evictions.get_or_create_owned(&reason("idle")),
             connections: families.connections.get_or_create_owned(&actor),
             events_sent: families.events_sent.get_or_create_owned(&actor),
+            outbound_requests: families.outbound_requests.clone(),
+            outbound_duration: families.outbound_duration.get_or_create_owned(&actor),
         }
     }
 
@@ -606,6 +622,18 @@ impl ActorMetrics {
     }
 
     /// An event was handed to a client connection.
+    /// An outgoing HTTP request ended (`outcome`: `answered`, or why
+    /// not) after `took`.
+    pub(crate) fn outbound_ended(&self, outcome: &'static str, took: Duration) {
+        self.outbound_requests
+            .get_or_create(&OutcomeLabels {
+                actor: self.name.clone(),
+                outcome,
+            })
+            .inc();
+        self.outbound_duration.observe(took);
+    }
+
     pub(crate) fn event_sent(&self) {
         self.events_sent.inc();
     }
@@ -819,11 +847,14 @@ mod tests {
                     Some((others, _)) => others.strip_suffix(',').unwrap_or(others),
                     None => labels,
                 };
-                let series = series.to_owned();
+                // Named by its histogram too: two histograms may have the
+                // same labels.
+                let series = format!("{}{{{series}}}", name.trim_end_matches("_bucket"));
                 buckets.push((series, le.expect("a bucket has le"), value));
             }
             if name.ends_with("_count") && kind == "histogram" {
-                let mine: Vec<_> = buckets.iter().filter(|(s, _, _)| *s == labels).collect();
+                let series = format!("{}{{{labels}}}", name.trim_end_matches("_count"));
+                let mine: Vec<_> = buckets.iter().filter(|(s, _, _)| *s == series).collect();
                 assert!(!mine.is_empty(), "buckets before _count: {line}");
                 assert!(
                     mine.windows(2).all(|w| w[0].1 < w[1].1 && w[0].2 <= w[1].2),

@@ -184,3 +184,40 @@ async fn the_durability_modes_bound_w1_by_its_own_syncs_and_w2_by_the_cpu_of_its
     );
     assert!(table.contains("each sync costing the machine"), "{table}");
 }
+
+#[test]
+fn w8_steps_send_their_requests_and_stand_beside_the_floor() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[actors.counter]\ncomponent = {:?}\n[actors.stepper]\ncomponent = {:?}\n",
+            programs::COUNTER,
+            programs::STEPPER,
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("bench");
+    link_cache(&data.join("w1").join("cache"));
+    link_cache(&data.join("w8").join("cache"));
+    let (report, stderr) = bench(
+        &manifest,
+        &data,
+        &["--outbound", "--ops", "50", "--w8-steps", "20"],
+    );
+    let w8 = &report["w8"];
+    assert_eq!(w8["steps"], 20, "{stderr}");
+    assert_eq!(w8["parallel_workflows"], 64);
+    assert_eq!(w8["parallel_steps_each"], 2);
+    for figure in [
+        "us_per_step_with_request",
+        "us_per_step_without_request",
+        "floor_us_per_request_new_connection",
+        "floor_us_per_request_kept_alive",
+        "parallel_steps_per_sec",
+        "floor_parallel_requests_per_sec",
+    ] {
+        assert!(w8[figure].as_f64().unwrap() > 0.0, "{figure}: {w8}");
+    }
+}

@@ -24,7 +24,7 @@ fn write_manifest(dir: &Path) -> std::path::PathBuf {
     manifest
 }
 
-fn burrow(manifest: &Path, args: &[&str]) -> Output {
+pub(crate) fn burrow(manifest: &Path, args: &[&str]) -> Output {
     Command::new(BURROW)
         .arg("--manifest")
         .arg(manifest)
@@ -34,7 +34,7 @@ fn burrow(manifest: &Path, args: &[&str]) -> Output {
         .expect("run burrow")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
@@ -89,7 +89,7 @@ impl Serve {
 
     /// Kills the server with SIGKILL, then starts a new one on `manifest`,
     /// with the same arguments.
-    fn kill_9_and_restart(mut self, manifest: &Path) -> Serve {
+    pub(crate) fn kill_9_and_restart(mut self, manifest: &Path) -> Serve {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();

@@ -4,6 +4,7 @@
 //! `burrow-test-artifacts` crate; each is used by a test here.
 
 mod postgres;
+mod provider;
 mod support;
 
 mod access;
@@ -29,6 +30,7 @@ mod lifecycle;
 mod loading;
 mod logging;
 mod metrics;
+mod outbound;
 mod queue;
 mod sandbox;
 mod sandbox_bounds;

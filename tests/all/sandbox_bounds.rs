@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 const TIMEOUT: Duration = Duration::from_secs(2);
-/// How long past its deadline an attack may take to end.
-const MARGIN: Duration = Duration::from_secs(2);
+/// How long past its deadline an attack may take to end: an unbounded one
+/// runs for minutes; a bounded one on a loaded 2-core machine (the suite's
+/// other tests, other builds) was seen 2.3 s past it.
+const MARGIN: Duration = Duration::from_secs(4);
 
 /// Tests that measure the process's peak memory run one at a time.
 static MEMORY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -18,6 +18,7 @@ const RUST_GUESTS: &[(&str, &str, &str)] = &[
     ("QUEUE_PROBE", "queue-probe", "queue_probe"),
     ("WORKFLOW_PROBE", "workflow-probe", "workflow_probe"),
     ("TALK_PROBE", "talk-probe", "talk_probe"),
+    ("HTTP_PROBE", "http-probe", "http_probe"),
     ("MAILER", "mailer", "mailer"),
     ("ROUTER", "router", "router"),
     ("CODER", "coder", "coder"),

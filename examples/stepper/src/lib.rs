@@ -3,14 +3,18 @@
 //! sleeps durably and counts once more. Kill the host at any point: after a
 //! restart it resumes by itself and the count ends exactly at `steps` (+1).
 //!
+//! With `post`, each step first POSTs its number to that URL (with the
+//! step's idempotency key) and counts only once it is answered with 2xx:
+//! the manifest must list the URL's authority in the actor's `http`.
+//!
 //! `burrow create stepper demo '{"steps": 100}'`, then
 //! `burrow inspect stepper demo --history` and `burrow call stepper demo count`.
-//! The benchmark W5 uses it.
+//! The benchmarks W5 and W8 use it.
 
 use std::time::Duration;
 
 use burrow_sdk::workflow::{self, Ctx};
-use burrow_sdk::{Result, db};
+use burrow_sdk::{Error, Result, db, http};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -19,6 +23,9 @@ struct Plan {
     /// A durable sleep after the steps, then one more step.
     #[serde(default)]
     then_sleep_ms: Option<u64>,
+    /// A URL each step POSTs to before it counts.
+    #[serde(default)]
+    post: Option<String>,
 }
 
 fn migrate() -> Result<()> {
@@ -34,10 +41,30 @@ fn increment() -> Result<i64> {
     count()
 }
 
+/// POSTs `i` to `url` with the step's key, then counts.
+fn post_and_increment(url: &str, i: u32) -> Result<i64> {
+    let key = workflow::step_key().unwrap_or_default();
+    let answer = http::post(url)
+        .idempotency_key(&key)
+        .body(i.to_string())
+        .send()?;
+    if !answer.is_success() {
+        return Err(Error::new(
+            "declined",
+            format!("{url} answered {}", answer.status),
+        ));
+    }
+    increment()
+}
+
 fn run(ctx: &mut Ctx, plan: Plan) -> workflow::Result<i64> {
     let mut last = 0;
     for i in 0..plan.steps {
-        last = ctx.step(&format!("step-{i}"), increment)?;
+        let name = format!("step-{i}");
+        last = match &plan.post {
+            Some(url) => ctx.step(&name, || post_and_increment(url, i))?,
+            None => ctx.step(&name, increment)?,
+        };
     }
     if let Some(ms) = plan.then_sleep_ms {
         ctx.sleep("rest", Duration::from_millis(ms))?;

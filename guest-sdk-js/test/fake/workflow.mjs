@@ -15,3 +15,4 @@ export const joinExit = handler('workflow', 'joinExit');
 export const queueNext = handler('workflow', 'queueNext');
 export const version = handler('workflow', 'version');
 export const removed = handler('workflow', 'removed');
+export const stepKey = handler('workflow', 'stepKey');

@@ -8,6 +8,9 @@
 //! - W5: workflows, on the manifest's `stepper` actor (see [`workflow`]).
 //! - W6: calls between actors, on the manifest's `account` actor; W7: events
 //!   to 100 connected clients, on its `chat-room` (see [`talk`]).
+//! - W8: workflow steps that send an HTTP request, on the manifest's
+//!   `stepper` actor, against a server and a floor in this process (see
+//!   [`outbound`]).
 //! - The durability modes (see [`modes`]): W1, W2 and a hot instance (64
 //!   callers on one instance), each with `synchronous = normal` and
 //!   `full`, in-process and over HTTP against `burrow serve` in a child
@@ -34,6 +37,7 @@ mod floor;
 mod languages;
 pub mod load;
 mod modes;
+mod outbound;
 mod queue;
 mod server_process;
 mod table;
@@ -86,6 +90,14 @@ pub struct BenchArgs {
     /// Run only W5 (workflows), and W1 in-process to compare with.
     #[arg(long)]
     pub workflows: bool,
+    /// Steps of the sequential workflow in W8 (its 64 parallel ones take a
+    /// tenth each).
+    #[arg(long, default_value_t = 1_000)]
+    pub w8_steps: usize,
+    /// Run only W8 (steps that send HTTP requests), and W1 in-process to
+    /// compare with.
+    #[arg(long)]
+    pub outbound: bool,
     /// Calls in W6.
     #[arg(long, default_value_t = 5_000)]
     pub w6_calls: usize,
@@ -262,7 +274,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     .await?;
     eprintln!("W1 in-process: {}", w1.to_json());
     report.insert("w1_in_process".into(), w1.to_json());
-    if args.queue || args.workflows || args.talk {
+    if args.queue || args.workflows || args.talk || args.outbound {
         host.shutdown().await;
         if args.queue {
             report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
@@ -272,6 +284,9 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         }
         if args.talk {
             talk_workloads(manifest, &root, &args, &mut report).await?;
+        }
+        if args.outbound {
+            report.insert("w8".into(), w8(manifest, &dir("w8"), &args).await?);
         }
         return Ok(Value::Object(report));
     }
@@ -333,6 +348,7 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
     report.insert("w4".into(), w4(manifest, &dir("w4"), &args).await?);
     report.insert("w5".into(), w5(manifest, &dir("w5"), &args, &report).await?);
     talk_workloads(manifest, &root, &args, &mut report).await?;
+    report.insert("w8".into(), w8(manifest, &dir("w8"), &args).await?);
 
     // The floor, on the same machine in the same run.
     let floor = floor::run(&spec.component, &dir("floor"), args.ops, args.instances)
@@ -427,6 +443,16 @@ async fn w5(
     }
     eprintln!("W5: {w5}");
     Ok(w5)
+}
+
+async fn w8(manifest: &Path, dir: &Path, args: &BenchArgs) -> Result<Value> {
+    let manifest = Manifest::load(manifest)?;
+    let Some(spec) = manifest.actors.get("stepper") else {
+        bail!("the manifest has no `stepper` actor, which W8 uses");
+    };
+    let w8 = outbound::run(config(dir, args), spec, args.w8_steps).await?;
+    eprintln!("W8: {w8}");
+    Ok(w8)
 }
 
 /// W6 and W7, into `report`.

@@ -6,6 +6,7 @@ pub(crate) mod caller;
 pub(crate) mod db;
 pub(crate) mod determinism;
 pub(crate) mod events;
+pub(crate) mod http;
 pub(crate) mod log;
 pub(crate) mod queue;
 pub(crate) mod schedule;
@@ -45,11 +46,14 @@ refusals_as!(
 );
 
 /// The linker every actor is instantiated through: WASI (without ambient
-/// authority, see [`InstanceState::new`]) and Burrow's imports.
+/// authority, see [`InstanceState::new`]), `wasi:http` (outgoing requests
+/// only where an actor's manifest allows them, see `http`) and Burrow's
+/// imports.
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<InstanceState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     determinism::shadow_wasi(&mut linker)?;
+    http::add_to_linker(&mut linker)?;
     bindings::FullActor::add_to_linker::<InstanceState, HasSelf<InstanceState>>(
         &mut linker,
         |s| s,

@@ -32,6 +32,7 @@ use wasmtime::{Engine, Store, StoreLimitsBuilder, UpdateDeadline};
 use crate::address::Address;
 use crate::bindings::Exports;
 use crate::caller::InternalActions;
+use crate::capability::http::{Hooks, Outbound};
 use crate::config::{MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
@@ -97,6 +98,8 @@ pub(crate) struct Home<'a> {
     /// Nothing the cell does may be kept (a deploy's check): every
     /// commit fails and rolls back.
     pub(crate) dry_run: bool,
+    /// Where its outgoing HTTP requests go out (`None`: none may).
+    pub(crate) outbound: Option<Arc<Outbound>>,
 }
 
 pub(crate) struct Cell {
@@ -145,6 +148,7 @@ impl Cell {
             commit_stage,
             outside,
             dry_run,
+            outbound,
         } = home;
         let storage = |e: rusqlite::Error| storage_error(&name, e);
         let deadline = Deadline::default();
@@ -172,6 +176,16 @@ impl Cell {
         state.call_timeout = def.options.call_timeout;
         state.commit_stage = commit_stage;
         state.outside = outside;
+        if let Some(outbound) = outbound {
+            state.http.hooks = Box::new(Hooks::new(
+                name.actor.clone(),
+                &def.options,
+                state.deadline.clone(),
+                outbound,
+                awake.1.clone(),
+            ));
+            state.http.metrics = Some(awake.1.clone());
+        }
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_callback(|cx| {

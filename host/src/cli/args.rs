@@ -97,6 +97,10 @@ pub struct HostArgs {
     /// Client connections (WebSockets) open at once.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// CA certificates (PEM) that actors' outgoing HTTPS requests trust
+    /// besides the system's roots (also `outbound_ca` under `[host]`).
+    #[arg(long)]
+    pub outbound_ca: Option<PathBuf>,
 }
 
 /// Who may use a server (see README's "Security").

@@ -30,6 +30,7 @@ pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
         pooling: true,
         cache_dir: None,
         cluster: None,
+        outbound_ca: args.outbound_ca.clone().or_else(|| manifest.outbound_ca()),
     }
 }
 

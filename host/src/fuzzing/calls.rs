@@ -64,6 +64,21 @@ pub enum ImportCall {
     PendingSchedules,
     /// `events.broadcast`.
     Broadcast(String, String),
+    /// `wasi:http/outgoing-handler.handle` of a request the guest built
+    /// with `wasi:http/types` (a method, the URL's parts, headers). The
+    /// session's instance may reach nothing: no request leaves.
+    HttpRequest {
+        /// The method (a name of `wasi:http`'s, or any text).
+        method: String,
+        /// The scheme (`http`, `https`, or any text).
+        scheme: Option<String>,
+        /// The authority.
+        authority: Option<String>,
+        /// The path and query.
+        path: Option<String>,
+        /// Headers.
+        headers: Vec<(String, Vec<u8>)>,
+    },
     /// The host commits the call's transaction and opens the next.
     Commit,
     /// The host rolls the call's transaction back and opens the next.

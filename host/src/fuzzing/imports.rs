@@ -119,6 +119,23 @@ impl ImportSession {
                 let result = s.broadcast(name, payload);
                 refused_not_in_step = Some(matches!(result, Ok(Err(EventError::NotInStep(_)))));
             }
+            ImportCall::HttpRequest {
+                method,
+                scheme,
+                authority,
+                path,
+                headers,
+            } => {
+                if let Some(refusal) = http_request(s, method, scheme, authority, path, headers) {
+                    refused_not_in_step = Some(refusal.starts_with("not-in-step:"));
+                    let refused = matches!(s.mode, Mode::Idle | Mode::Select);
+                    assert_eq!(
+                        refusal.starts_with("not-allowed:"),
+                        refused,
+                        "an HTTP request must be refused with not-allowed when no guest code that may send one runs, and only then: {refusal}"
+                    );
+                }
+            }
             ImportCall::NewRun => {
                 s.db.rollback();
                 s.mode = Mode::Orchestration;
@@ -279,6 +296,64 @@ fn apply_workflow(s: &mut InstanceState, call: WorkflowCall) {
     };
 }
 
+/// Builds a request as a guest would and hands it to the host's
+/// `handle`. The text of the host's refusal at the import, `""` for a
+/// request it took; `None` when the request could not be built.
+fn http_request(
+    s: &mut InstanceState,
+    method: String,
+    scheme: Option<String>,
+    authority: Option<String>,
+    path: Option<String>,
+    headers: Vec<(String, Vec<u8>)>,
+) -> Option<String> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi_http::WasiHttpView as _;
+    use wasmtime_wasi_http::p2::bindings::http::types::{
+        ErrorCode, HostFields as _, HostOutgoingRequest as OutgoingRequestImports, Method, Scheme,
+    };
+    use wasmtime_wasi_http::p2::types::HostOutgoingRequest;
+
+    let mut view = s.http();
+    let fields = view.from_list(headers).ok()?;
+    let request: Resource<HostOutgoingRequest> =
+        OutgoingRequestImports::new(&mut view, fields).ok()?;
+    let this = || Resource::<HostOutgoingRequest>::new_borrow(request.rep());
+    let method = match method.as_str() {
+        "GET" => Method::Get,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        _ => Method::Other(method),
+    };
+    let scheme = scheme.map(|scheme| match scheme.as_str() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        _ => Scheme::Other(scheme),
+    });
+    let built = [
+        view.set_method(this(), method),
+        view.set_scheme(this(), scheme),
+        view.set_authority(this(), authority),
+        view.set_path_with_query(this(), path),
+    ];
+    if built.iter().any(|set| !matches!(set, Ok(Ok(())))) {
+        let _ = view.table.delete(request);
+        return None;
+    }
+    match crate::capability::http::handle(s, request, None) {
+        Ok(future) => {
+            let _ = s.http().table.delete(future);
+            Some(String::new())
+        }
+        Err(e) => match e.downcast() {
+            Ok(ErrorCode::InternalError(Some(text))) => Some(text),
+            Ok(_) => Some(String::new()),
+            Err(trap) => panic!("a request trapped the host: {trap:?}"),
+        },
+    }
+}
+
 fn value(v: FuzzValue) -> Value {
     match v {
         FuzzValue::Null => Value::Null,
@@ -351,6 +426,38 @@ mod tests {
 
     /// Schedules and broadcasts with bad input, in every mode, around
     /// commits and rollbacks.
+    #[test]
+    fn http_requests_in_every_mode_keep_the_invariants() {
+        let mut session = ImportSession::new();
+        let request =
+            |method: &str, scheme: Option<&str>, authority: Option<&str>| ImportCall::HttpRequest {
+                method: method.into(),
+                scheme: scheme.map(Into::into),
+                authority: authority.map(Into::into),
+                path: Some("/x?y=1".into()),
+                headers: vec![("idempotency-key".into(), b"k".to_vec())],
+            };
+        for mode in 0..7 {
+            session.apply(ImportCall::SetMode(mode));
+            for call in [
+                request("POST", Some("https"), Some("api.example.com")),
+                request("GET", Some("http"), Some("169.254.169.254")),
+                request("GET", None, None),
+                request("BREW", Some("gopher"), Some("[::1]:70")),
+                request("bad method", Some("http"), Some("a b")),
+                ImportCall::HttpRequest {
+                    method: "GET".into(),
+                    scheme: Some("http".into()),
+                    authority: Some("example.com".into()),
+                    path: Some("/".into()),
+                    headers: vec![("bad header".into(), b"\0".to_vec())],
+                },
+            ] {
+                session.apply(call);
+            }
+        }
+    }
+
     #[test]
     fn schedules_and_broadcasts_keep_the_invariants() {
         let mut session = ImportSession::new();

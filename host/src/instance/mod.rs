@@ -17,6 +17,7 @@ use std::sync::Arc;
 use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use crate::address::Address;
 use crate::caller::Caller;
@@ -67,8 +68,60 @@ pub(crate) struct InstanceState {
     /// Who made the running call (an action, the connect hook); `Host`
     /// for everything else.
     pub(crate) caller: Caller,
+    /// Its outgoing HTTP requests (`wasi:http`): the hooks every one goes
+    /// through (`capability/http`'s, which enforce the actor's list and
+    /// limits; none may leave without them).
+    pub(crate) http: HttpContext,
     wasi: WasiCtx,
     table: ResourceTable,
+}
+
+/// An instance's `wasi:http` state.
+pub(crate) struct HttpContext {
+    pub(crate) ctx: WasiHttpCtx,
+    pub(crate) hooks: Box<dyn WasiHttpHooks>,
+    /// Where requests refused at the import are counted.
+    pub(crate) metrics: Option<Arc<crate::metrics::ActorMetrics>>,
+}
+
+impl Default for HttpContext {
+    /// No request leaves: the state of an instance that may not reach the
+    /// world (a deploy's dry run, a unit test).
+    fn default() -> Self {
+        HttpContext {
+            ctx: WasiHttpCtx::new(),
+            hooks: Box::new(NoOutgoingRequests),
+            metrics: None,
+        }
+    }
+}
+
+/// Hooks that refuse every outgoing request.
+struct NoOutgoingRequests;
+
+impl WasiHttpHooks for NoOutgoingRequests {
+    fn send_request(
+        &mut self,
+        _request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        Box::new(async {
+            Err(wasmtime_wasi_http::Error::InternalError(Some(
+                "denied: this instance may send no HTTP request here".into(),
+            )))
+        })
+    }
 }
 
 impl InstanceState {
@@ -109,6 +162,7 @@ impl InstanceState {
             outside: None,
             chain: Vec::new(),
             caller: Caller::Host,
+            http: HttpContext::default(),
             wasi,
             table: ResourceTable::new(),
         }
@@ -124,8 +178,8 @@ impl InstanceState {
             ))),
             Mode::Orchestration => Err(Refusal::NotInStep(format!(
                 "{call} was called by workflow code outside a step; side effects \
-                 (db, state, queue, schedules, calls to actors, events) are allowed \
-                 only inside a step"
+                 (db, state, queue, schedules, calls to actors, events, HTTP requests) \
+                 are allowed only inside a step"
             ))),
             Mode::Hook(_) | Mode::Action | Mode::Process | Mode::Select | Mode::Step => Ok(()),
         }
@@ -183,6 +237,16 @@ impl WasiView for InstanceState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for InstanceState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http.ctx,
+            table: &mut self.table,
+            hooks: &mut *self.http.hooks,
         }
     }
 }

@@ -56,6 +56,7 @@ impl Core {
             commit_stage: self.commit_stage.clone(),
             outside: if dry_run { None } else { self.outside() },
             dry_run,
+            outbound: (!dry_run).then(|| self.outbound.clone()),
         };
         let result = Cell::start(&self.engine, def, home, origin, token).await;
         if result.is_err() && !existed {

@@ -25,6 +25,7 @@ use wasmtime::component::Linker;
 
 use crate::address::{Address, ByActor};
 use crate::capability;
+use crate::capability::http::Outbound;
 use crate::config::HostConfig;
 use crate::connections::Hub;
 use crate::definition::ActorDefinition;
@@ -83,6 +84,8 @@ pub(crate) struct Core {
     pub(crate) presence: Presence,
     /// What the host counts, by actor.
     pub(crate) metrics: Arc<Metrics>,
+    /// Where actors' outgoing HTTP requests go out.
+    pub(crate) outbound: Arc<Outbound>,
     /// Set once, by the layers above, right after the core starts.
     above: OnceLock<Above>,
     _ticker: EpochTicker,
@@ -134,6 +137,13 @@ impl Core {
             });
         }
         let metrics = Arc::new(Metrics::new(names.iter().map(String::as_str)));
+        let trust = match &config.outbound_ca {
+            Some(file) => burrow_client::Trust::system()
+                .with_ca_file(file)
+                .map_err(|e| anyhow::anyhow!("outbound_ca: {}", e.message))?,
+            None => burrow_client::Trust::system(),
+        };
+        let outbound = Outbound::new(&trust);
         let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), &metrics);
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
@@ -152,6 +162,7 @@ impl Core {
             commit_stage,
             presence: Presence::default(),
             metrics,
+            outbound,
             above: OnceLock::new(),
         });
         tokio::spawn(reaper::reap_idle(Arc::downgrade(&core)));

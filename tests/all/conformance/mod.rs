@@ -9,6 +9,7 @@
 
 mod actors;
 mod durability;
+mod http;
 mod queue;
 mod workflow;
 
@@ -113,14 +114,29 @@ pub fn actors() -> (
     Vec<&'static str>,
     Vec<(&'static str, String)>,
 ) {
+    actors_reaching(&[])
+}
+
+/// [`actors`], each allowed to reach the authorities `http` (manifest
+/// `http`).
+pub fn actors_reaching(
+    http: &[String],
+) -> (
+    Vec<ActorSpec>,
+    Vec<&'static str>,
+    Vec<(&'static str, String)>,
+) {
+    let allowed = burrow::outbound::Allowed::parse(http).unwrap();
     let mut specs = Vec::new();
     let mut present = Vec::new();
     let mut missing = Vec::new();
     for language in languages() {
         match components(language) {
             (Ok(basic), Ok(workflow)) => {
-                specs.push(basic_spec(language, basic));
-                specs.push(flow_spec(language, workflow));
+                for mut spec in [basic_spec(language, basic), flow_spec(language, workflow)] {
+                    spec.options.http = allowed.clone();
+                    specs.push(spec);
+                }
                 present.push(language);
             }
             (Err(why), _) | (_, Err(why)) => missing.push((language, why.to_owned())),

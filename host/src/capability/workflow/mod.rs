@@ -41,6 +41,10 @@ impl Host for InstanceState {
         step::end_step(self, outcome)
     }
 
+    fn step_key(&mut self) -> wasmtime::Result<Option<String>> {
+        step::step_key(self)
+    }
+
     fn sleep(&mut self, name: String, duration_ms: u64) -> wasmtime::Result<Result<(), Interrupt>> {
         let now = now_ms();
         let at = now.saturating_add(duration_ms.min(i64::MAX as u64) as i64);

@@ -351,3 +351,35 @@ fn step_failure(e: &HistoryEntry) -> StepFailure {
         attempts: e.attempts as u32,
     }
 }
+
+/// The open step's idempotency key (see `step-key` in the WIT): a digest
+/// of the instance (actor, key and creation time, so that a re-created
+/// instance gets new keys), the step's location and its name.
+pub(super) fn step_key(instance: &mut InstanceState) -> wasmtime::Result<Option<String>> {
+    use sha2::{Digest, Sha256};
+    let open = match (&instance.mode, &instance.workflow) {
+        (Mode::Step, Some(run)) => match &run.open {
+            Some(open) => (open.location.clone(), open.name.clone()),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let created_at: i64 = crate::storage::sandbox::host_statement(
+        &instance.db.conn,
+        "SELECT created_at FROM main._burrow_instance WHERE id = 1",
+    )
+    .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+    .map_err(storage_trap)?;
+    let mut digest = Sha256::new();
+    for part in [
+        instance.name.actor.as_bytes(),
+        instance.name.key.as_bytes(),
+        &created_at.to_le_bytes(),
+        open.0.as_bytes(),
+        open.1.as_bytes(),
+    ] {
+        digest.update((part.len() as u64).to_le_bytes());
+        digest.update(part);
+    }
+    Ok(Some(hex::encode(&digest.finalize()[..16])))
+}

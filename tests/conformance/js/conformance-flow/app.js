@@ -161,6 +161,29 @@ async function queueWaits(ctx) {
   return { go: go.payload, pings: pings.map((e) => e.payload), none: none === null ? null : none.payload };
 }
 
+async function outgoing(ctx, { url }) {
+  let outside;
+  try {
+    const answer = await fetch(url);
+    outside = { error: 'allowed', message: '', status: answer.status };
+  } catch (e) {
+    if (e instanceof NotInStepError) outside = { error: 'not-in-step', message: e.message };
+    else outside = { error: `${e?.name}: ${e?.message}`, message: String(e?.message ?? '') };
+  }
+  const keyOutside = ctx.stepKey;
+  const charge = await ctx.step('charge', async () => {
+    const key = ctx.stepKey;
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify({ amount: 1200 }),
+    });
+    if (!answer.ok) throw new Failure('charge', `status ${answer.status}`);
+    return { key, status: answer.status, body: await answer.text() };
+  });
+  return { outside, key_outside: keyOutside, charge };
+}
+
 const SCENARIOS = {
   steps,
   outside,
@@ -170,6 +193,7 @@ const SCENARIOS = {
   sleep,
   'join-race': joinRace,
   events: queueWaits,
+  http: outgoing,
 };
 
 async function run(ctx, input) {

@@ -2,7 +2,7 @@
 // describes it: the counter, argument checks, state, database errors, the
 // queue under every policy, schedules, broadcasts and calls to other actors.
 
-import { actor, actors, caller, callerJson, db, events, queue, schedule, state, Failure } from 'burrow-sdk';
+import { actor, actors, caller, callerJson, db, events, queue, schedule, state, Failure, HttpError, NotInStepError } from 'burrow-sdk';
 
 const POLICIES = ['fifo', 'lifo', 'random', 'custom'];
 
@@ -172,6 +172,19 @@ const secret = (text) => {
 };
 const scheduleSecret = (text, delayMs) => schedule.after(delayMs, 'secret', [text]);
 
+// A GET with the global fetch: the status and body, or the SDK's error by
+// its type and the host's text.
+async function httpGet(url) {
+  try {
+    const answer = await fetch(url);
+    return { status: answer.status, body: await answer.text() };
+  } catch (e) {
+    if (e instanceof NotInStepError) return { error: 'not-in-step', message: e.message };
+    if (e instanceof HttpError) return { error: e.kind, message: e.message };
+    return { error: `${e?.name}: ${e?.message}`, message: String(e?.message ?? '') };
+  }
+}
+
 export default actor({
   migrate,
   create: [create, 'any'],
@@ -206,6 +219,7 @@ export default actor({
     whoami,
     secret: [secret, 'string'],
     schedule_secret: [scheduleSecret, 'string', 'integer'],
+    http_get: [httpGet, 'string'],
   },
   internal: { actions: ['secret'], fromActors: false },
 });

@@ -5,7 +5,7 @@ input. tests/conformance/SPEC.md says what each scenario does.
 import time
 
 import burrow
-from burrow import actors, db, events, queue, schedule, state
+from burrow import actors, db, events, http, queue, schedule, state, workflow
 from burrow.workflow import Break, Continue
 
 ME = "conformance-flow-py"
@@ -102,6 +102,28 @@ def outside(ctx, input):
         apply("inside")
 
     return {"outside": attempts}
+
+
+def outgoing(ctx, input):
+    url = input["url"]
+    try:
+        answer = http.get(url)
+        outside = {"error": "allowed", "message": "", "status": answer.status}
+    except burrow.NotInStep as e:
+        outside = {"error": "not-in-step", "message": e.message}
+    except Exception as e:
+        outside = {"error": repr(e), "message": str(e)}
+    key_outside = workflow.step_key()
+
+    @ctx.step("charge")
+    def charge():
+        key = workflow.step_key()
+        answer = http.post(url, json={"amount": 1200}, headers={"Idempotency-Key": key})
+        if not answer.ok:
+            raise burrow.Error("charge", f"status {answer.status}")
+        return {"key": key, "status": answer.status, "body": answer.text()}
+
+    return {"outside": outside, "key_outside": key_outside, "charge": charge}
 
 
 def try_step(ctx, input):
@@ -225,6 +247,7 @@ SCENARIOS = {
     "sleep": sleep,
     "join-race": join_race,
     "events": queue_waits,
+    "http": outgoing,
 }
 
 burrow.action(get_state, name="state")

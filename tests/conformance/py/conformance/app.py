@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
 import burrow
-from burrow import actors, db, events, queue, schedule, state
+from burrow import actors, db, events, http, queue, schedule, state
 from burrow.queue import Policy
 
 
@@ -220,6 +220,22 @@ def schedule_secret(note: str, delay_ms: int) -> int:
     return schedule.after(delay_ms, "secret", note)
 
 
+def http_get(url: str):
+    try:
+        answer = http.get(url)
+    except http.NotInStep as e:
+        return {"error": "not-in-step", "message": e.message}
+    except http.NotAllowed as e:
+        return {"error": "not-allowed", "message": e.message}
+    except http.Denied as e:
+        return {"error": "denied", "message": e.message}
+    except http.Invalid as e:
+        return {"error": "invalid", "message": e.message}
+    except http.Failed as e:
+        return {"error": "failed", "message": e.message}
+    return {"status": answer.status, "body": answer.text()}
+
+
 burrow.action(get_state, name="state")
 burrow.actor(
     migrate=migrate,
@@ -234,7 +250,7 @@ burrow.actor(
         increment, get, add_then_fail, add_then_crash, echo, bump, rows, db_error,
         db_uncaught, enqueue, enqueue_many, processed, schedule_note, note, notes,
         schedules, cancel, say, say_then_fail, members, relay, relay_send,
-        whoami, schedule_secret,
+        whoami, schedule_secret, http_get,
     ],
     internal_from_actors=False,
 )

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use burrow_sdk::db::DbError;
+use burrow_sdk::http::{self, HttpError};
 use burrow_sdk::workflow::{self, Branch, Ctx, Loop, StepFailure, StepOptions};
 use burrow_sdk::{Error, Json, Result, actors, db, events, queue, schedule, state};
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,9 @@ enum Scenario {
     },
     JoinRace,
     Events,
+    Http {
+        url: String,
+    },
 }
 
 fn run(ctx: &mut Ctx, scenario: Option<Scenario>) -> workflow::Result<Json> {
@@ -80,6 +84,7 @@ fn run(ctx: &mut Ctx, scenario: Option<Scenario>) -> workflow::Result<Json> {
         Some(Scenario::Sleep { ms }) => sleep(ctx, ms),
         Some(Scenario::JoinRace) => join_race(ctx),
         Some(Scenario::Events) => queue_waits(ctx),
+        Some(Scenario::Http { url }) => outgoing(ctx, &url),
     }
 }
 
@@ -157,6 +162,29 @@ fn outside(ctx: &mut Ctx) -> workflow::Result<Json> {
         apply("inside")
     })?;
     Ok(json!({ "outside": attempts }))
+}
+
+/// A GET from orchestration code (refused), then a POST from a step with
+/// the step's key as `Idempotency-Key`.
+fn outgoing(ctx: &mut Ctx, url: &str) -> workflow::Result<Json> {
+    let outside = match http::get(url).send() {
+        Ok(answer) => json!({ "error": "allowed", "message": "", "status": answer.status }),
+        Err(HttpError::NotInStep(message)) => json!({ "error": "not-in-step", "message": message }),
+        Err(e) => json!({ "error": e.to_string(), "message": e.to_string() }),
+    };
+    let key_outside = workflow::step_key();
+    let charge: Json = ctx.step("charge", || {
+        let key = workflow::step_key().unwrap_or_default();
+        let answer = http::post(url)
+            .idempotency_key(&key)
+            .json(&json!({ "amount": 1200 }))?
+            .send()?;
+        if !answer.is_success() {
+            return Err(Error::new("charge", format!("status {}", answer.status)));
+        }
+        Ok(json!({ "key": key, "status": answer.status, "body": answer.text() }))
+    })?;
+    Ok(json!({ "outside": outside, "key_outside": key_outside, "charge": charge }))
 }
 
 fn failure_json(f: &StepFailure) -> Json {

@@ -5,7 +5,7 @@
 
 use burrow_sdk::db::DbError;
 use burrow_sdk::queue::{self, Event, Options, Policy};
-use burrow_sdk::{Caller, Error, Json, Result, actors, db, events, schedule, state};
+use burrow_sdk::{Caller, Error, Json, Result, actors, db, events, http, schedule, state};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -347,6 +347,25 @@ fn schedule_secret(note: String, delay_ms: u64) -> Result<u64> {
     schedule::after(delay_ms, "secret", &(note,))
 }
 
+/// A GET of `url`: its status and body, or the kind of the SDK's error
+/// (matched by its type) and its text.
+fn http_get(url: String) -> Result<Json> {
+    use burrow_sdk::http::HttpError;
+    Ok(match http::get(&url).send() {
+        Ok(answer) => json!({ "status": answer.status, "body": answer.text() }),
+        Err(e) => {
+            let (kind, message) = match &e {
+                HttpError::NotInStep(m) => ("not-in-step", m.clone()),
+                HttpError::NotAllowed(m) => ("not-allowed", m.clone()),
+                HttpError::Denied(_) => ("denied", e.to_string()),
+                HttpError::Invalid(_) => ("invalid", e.to_string()),
+                HttpError::Failed(_) => ("failed", e.to_string()),
+            };
+            json!({ "error": kind, "message": message })
+        }
+    })
+}
+
 burrow_sdk::actor! {
     migrate: migrate,
     create: create,
@@ -358,7 +377,7 @@ burrow_sdk::actor! {
         increment, get, add_then_fail, add_then_crash, echo, bump, state, rows,
         db_error, db_uncaught, enqueue, enqueue_many, processed, schedule_note,
         note, notes, schedules, cancel, say, say_then_fail, members, relay, relay_send,
-        whoami, secret, schedule_secret,
+        whoami, secret, schedule_secret, http_get,
     ],
     internal(from_actors = false): [secret],
 }
