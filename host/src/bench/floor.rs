@@ -35,6 +35,19 @@ struct Floor {
     conn: Connection,
     wasi: WasiCtx,
     table: ResourceTable,
+    /// `wasi:http`, which Python and JavaScript components import; it
+    /// sends nothing.
+    http: crate::instance::HttpContext,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for Floor {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http.ctx,
+            table: &mut self.table,
+            hooks: &mut *self.http.hooks,
+        }
+    }
 }
 
 impl WasiView for Floor {
@@ -123,6 +136,7 @@ async fn start(
         conn: open(path)?,
         wasi: WasiCtx::builder().build(),
         table: ResourceTable::new(),
+        http: Default::default(),
     };
     let mut store = Store::new(engine, floor);
     let actor = pre.instantiate_async(&mut store).await?;
@@ -156,7 +170,8 @@ async fn increment(store: &mut Store<Floor>, actor: &Actor) -> Result<()> {
 }
 
 /// A component built for a larger world (a Python or JavaScript counter
-/// imports every interface of `full-actor`) gets traps for the Burrow
+/// imports every interface of `full-actor`, and `wasi:http`, which the
+/// floor links but never lets send) gets traps for the Burrow
 /// interfaces the floor does not serve, which a counter never calls.
 /// (`define_unknown_imports_as_traps` would also shadow WASI imports of a
 /// newer minor version that the linker serves by semver.)
@@ -216,6 +231,7 @@ pub(super) async fn run(
     let compile = compiling.elapsed();
     let mut linker = Linker::new(&engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     // Only what the counter imports: the floor has no schedules, calls or
     // events.
     types::add_to_linker::<Floor, HasSelf<Floor>>(&mut linker, |f| f)?;

@@ -13,7 +13,7 @@
 //!   rate with 64 clients at once (new connections).
 
 use std::convert::Infallible;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
@@ -21,11 +21,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
+use super::workflow::completed;
 use crate::config::HostConfig;
 use crate::host::Host;
 use crate::manifest::ActorSpec;
 use crate::outbound::Allowed;
-use crate::workflow::WorkflowStatus;
 
 /// Workflows at once in the parallel part.
 const PARALLEL: usize = 64;
@@ -114,25 +114,6 @@ async fn floor_parallel(address: std::net::SocketAddr, each: usize) -> Result<f6
         client.await??;
     }
     Ok((PARALLEL * each) as f64 / begun.elapsed().as_secs_f64())
-}
-
-/// Waits until the workflow of `key` completed.
-async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let view = host.workflow(actor, key)?;
-        match view.record.status {
-            WorkflowStatus::Completed => return Ok(()),
-            status if status.is_final() => bail!(
-                "the workflow of {actor}/{key} ended as {status:?}: {:?}",
-                view.record.error
-            ),
-            _ if Instant::now() > deadline => {
-                bail!("the workflow of {actor}/{key} did not finish within 10 minutes")
-            }
-            _ => tokio::time::sleep(Duration::from_millis(2)).await,
-        }
-    }
 }
 
 /// One workflow of `steps` steps, POSTing to `url` if given; µs per step.

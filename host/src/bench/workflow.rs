@@ -21,7 +21,7 @@ use crate::manifest::ActorSpec;
 use crate::workflow::WorkflowStatus;
 
 /// Waits until the workflow of `key` finished; fails unless it completed.
-async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {
+pub(super) async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let view = host.workflow(actor, key)?;
