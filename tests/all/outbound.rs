@@ -1,6 +1,7 @@
 //! Outgoing HTTP from actors, against a real server on 127.0.0.1 that
 //! this file starts: the manifest's list of authorities, redirects left
-//! to the guest, timeouts and body limits, the host serving others
+//! to the guest, HTTPS to a server of a private CA (`outbound_ca`),
+//! timeouts and body limits, the host serving others
 //! meanwhile, and workflow steps (not-in-step outside them, one request
 //! per attempt, the same idempotency key after a kill -9, none on replay).
 
@@ -429,4 +430,104 @@ fn kill_9_between_a_request_and_its_steps_commit_sends_the_same_key_again() {
         "{seen:?}"
     );
     server.stop();
+}
+
+/// A TLS front on 127.0.0.1 with `pki`'s server certificate that passes
+/// each connection on to `provider` in plain HTTP; its port.
+async fn tls_front(pki: &crate::tls::Pki, provider: &Provider) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let certs = vec![CertificateDer::from_pem_slice(pki.cert.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(pki.key.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let behind = provider.port;
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                // A handshake the client refuses ends here.
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut plain = tokio::net::TcpStream::connect(("127.0.0.1", behind))
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_reaches_a_server_whose_ca_the_host_trusts_through_outbound_ca() {
+    let provider = Provider::start();
+    let pki = crate::tls::Pki::new("outbound");
+    let port = tls_front(&pki, &provider).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, ca) = pki.write(dir.path());
+    let url = format!("https://127.0.0.1:{port}/ok");
+    let listed = probe(&[format!("https://127.0.0.1:{port}")]);
+
+    // The host trusts the test's CA: the request goes through TLS.
+    let mut trusting = crate::support::config(&dir.path().join("trusting"));
+    trusting.outbound_ca = Some(ca);
+    let host = Host::start(trusting, std::slice::from_ref(&listed))
+        .await
+        .unwrap();
+    let got = fetch(
+        &host,
+        "a",
+        json!({"method": "POST", "url": url, "body": "paid"}),
+    )
+    .await;
+    assert_eq!(got["status"], 200, "{got}");
+    assert_eq!(got["body"], "POST paid");
+    let seen = provider.seen_at("/ok");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].headers["host"], format!("127.0.0.1:{port}"));
+    host.shutdown().await;
+
+    // A host with only the system's roots refuses the certificate: the
+    // request fails and nothing reaches the server.
+    let host = start(&dir.path().join("plain"), &[listed]).await;
+    let got = fetch(&host, "a", json!({"url": url})).await;
+    assert_eq!(got["kind"], "failed", "{got}");
+    assert!(
+        got["error"]
+            .as_str()
+            .unwrap()
+            .contains("TlsCertificateError"),
+        "the error says it is the server's certificate: {got}"
+    );
+    assert_eq!(provider.seen_at("/ok").len(), 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outbound_ca_that_cannot_be_read_stops_the_host_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = crate::support::config(&dir.path().join("data"));
+    let missing = dir.path().join("no-such-ca.pem");
+    config.outbound_ca = Some(missing);
+    let e = Host::start(config, &[probe(&[])])
+        .await
+        .err()
+        .expect("refused");
+    let text = format!("{e:#}");
+    assert!(
+        text.contains("outbound_ca") && text.contains("no-such-ca.pem"),
+        "{text}"
+    );
 }

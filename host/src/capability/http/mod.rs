@@ -270,9 +270,17 @@ impl WasiHttpHooks for Hooks {
         types::ErrorCode::ConnectionRefused
     }
 
+    /// A server certificate the host does not trust is told as such (the
+    /// usual cause: a private CA that `outbound_ca` does not name).
     fn p2_error_from_tls(&mut self, err: &std::io::Error) -> types::ErrorCode {
         tracing::debug!(actor = %self.actor, error = %err, "an outgoing request failed its TLS handshake");
-        types::ErrorCode::TlsProtocolError
+        match err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>())
+        {
+            Some(rustls::Error::InvalidCertificate(_)) => types::ErrorCode::TlsCertificateError,
+            _ => types::ErrorCode::TlsProtocolError,
+        }
     }
 
     fn send_request(
