@@ -12,7 +12,7 @@ use std::time::Duration;
 use burrow::config::HttpLimits;
 use burrow::http::{Access, Serving};
 use burrow::tokens::Tokens;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -309,9 +309,6 @@ async fn unauthenticated_connections_past_the_caps_are_closed_and_other_addresse
     server.stop().await;
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// A WebSocket to `path` from the loopback address `from`, without a
 /// token; or the status and body of the refusal.
 async fn websocket_from(
@@ -335,16 +332,6 @@ async fn websocket_from(
             String::from_utf8_lossy(answer.body().as_deref().unwrap_or_default()).into_owned(),
         )),
         Err(e) => panic!("{e}"),
-    }
-}
-
-async fn next_text(socket: &mut Socket) -> Option<Value> {
-    loop {
-        match socket.next().await? {
-            Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => {}
-        }
     }
 }
 

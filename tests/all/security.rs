@@ -5,7 +5,7 @@
 
 use burrow::http::{Access, Serving};
 use burrow::tokens::Tokens;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest};
@@ -355,20 +355,6 @@ async fn websocket(
             String::from_utf8_lossy(answer.body().as_deref().unwrap_or_default()).into_owned(),
         )),
         Err(e) => panic!("{e}"),
-    }
-}
-
-async fn next_text(
-    socket: &mut tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-) -> Option<Value> {
-    loop {
-        match socket.next().await? {
-            Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => {}
-        }
     }
 }
 

@@ -217,3 +217,21 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A client's WebSocket to the API.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next text message of `socket` as JSON, past other frames; `None`
+/// once it is closed.
+pub async fn next_text(socket: &mut Socket) -> Option<Value> {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        match socket.next().await? {
+            Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
