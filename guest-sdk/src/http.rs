@@ -22,6 +22,8 @@
 //! # Ok(()) }
 //! ```
 
+mod incoming;
+
 use std::fmt;
 
 use serde::Serialize;
@@ -31,6 +33,8 @@ use wasip2::http::types::{
     ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
 };
 use wasip2::io::streams::StreamError;
+
+pub use incoming::{Incoming, Reply, serve};
 
 /// Why a request got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -68,6 +68,8 @@ pub use serde_json::Value as Json;
 
 #[doc(hidden)]
 pub use dispatch::{__action, __create, __hook, __parse_args, Action};
+#[doc(hidden)]
+pub use wasip2 as __wasip2;
 
 /// Generated bindings of the `burrow:actor` WIT package. Not a stable API:
 /// use the functions of this crate instead.

@@ -4,8 +4,8 @@
 //! The bindings are generated for the largest world, `full-actor`, so the
 //! linker offers every import. Exports are looked up one interface at a
 //! time: `guest` is required; `processor`, `workflow-runner`,
-//! `connections` and `access` are optional (a plain `actor` component
-//! exports none).
+//! `connections`, `access` and `wasi:http/incoming-handler` are optional
+//! (a plain `actor` component exports none).
 
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{AsContextMut, Result};
@@ -29,6 +29,7 @@ pub(crate) use self::burrow::actor::{
 pub(crate) use self::exports::burrow::actor::{
     access, connections, guest, processor, workflow_runner,
 };
+pub(crate) use wasmtime_wasi_http::p2::bindings::exports::wasi::http::incoming_handler;
 
 /// Where a component's exports are, found once per component.
 pub(crate) struct ExportsPre<T: 'static> {
@@ -38,6 +39,7 @@ pub(crate) struct ExportsPre<T: 'static> {
     runner: Option<workflow_runner::GuestIndices>,
     connections: Option<connections::GuestIndices>,
     access: Option<access::GuestIndices>,
+    incoming: Option<incoming_handler::GuestIndices>,
 }
 
 impl<T: 'static> Clone for ExportsPre<T> {
@@ -49,6 +51,7 @@ impl<T: 'static> Clone for ExportsPre<T> {
             runner: self.runner.clone(),
             connections: self.connections.clone(),
             access: self.access.clone(),
+            incoming: self.incoming.clone(),
         }
     }
 }
@@ -60,6 +63,9 @@ pub(crate) struct Exports {
     pub(crate) runner: Option<workflow_runner::Guest>,
     pub(crate) connections: Option<connections::Guest>,
     pub(crate) access: Option<access::Guest>,
+    /// `wasi:http/incoming-handler`: requests to
+    /// `/actors/{actor}/{key}/http/...` (see `cell/incoming.rs`).
+    pub(crate) incoming: Option<incoming_handler::Guest>,
 }
 
 impl<T: Send + 'static> ExportsPre<T> {
@@ -70,6 +76,7 @@ impl<T: Send + 'static> ExportsPre<T> {
         let runner = workflow_runner::GuestIndices::new(&instance_pre).ok();
         let connections = connections::GuestIndices::new(&instance_pre).ok();
         let access = access::GuestIndices::new(&instance_pre).ok();
+        let incoming = incoming_handler::GuestIndices::new(&instance_pre).ok();
         Ok(ExportsPre {
             instance_pre,
             guest,
@@ -77,6 +84,7 @@ impl<T: Send + 'static> ExportsPre<T> {
             runner,
             connections,
             access,
+            incoming,
         })
     }
 
@@ -88,6 +96,11 @@ impl<T: Send + 'static> ExportsPre<T> {
     /// Whether the component exports `burrow:actor/workflow-runner`.
     pub(crate) fn has_runner(&self) -> bool {
         self.runner.is_some()
+    }
+
+    /// Whether the component exports `wasi:http/incoming-handler`.
+    pub(crate) fn has_incoming_http(&self) -> bool {
+        self.incoming.is_some()
     }
 
     pub(crate) async fn instantiate_async(
@@ -112,12 +125,17 @@ impl<T: Send + 'static> ExportsPre<T> {
             Some(indices) => Some(indices.load(&mut store, &instance)?),
             None => None,
         };
+        let incoming = match &self.incoming {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
         Ok(Exports {
             guest,
             processor,
             runner,
             connections,
             access,
+            incoming,
         })
     }
 }

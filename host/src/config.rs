@@ -155,10 +155,15 @@ pub struct ActorOptions {
     /// What its outgoing HTTP requests may reach (manifest `http`; by
     /// default nothing).
     pub http: crate::outbound::Allowed,
-    /// Largest body of one outgoing request, in bytes.
+    /// Largest body of one outgoing request, and of one request to its
+    /// incoming handler, in bytes.
     pub http_max_request: u64,
-    /// Largest body of the response to one outgoing request, in bytes.
+    /// Largest body of the response to one outgoing request, and of its
+    /// incoming handler's response, in bytes.
     pub http_max_response: u64,
+    /// Whether anyone may reach its incoming HTTP handler without a token
+    /// (manifest `public_http`; a webhook from a third party).
+    pub public_http: bool,
 }
 
 impl Default for ActorOptions {
@@ -177,6 +182,7 @@ impl Default for ActorOptions {
             http: crate::outbound::Allowed::default(),
             http_max_request: DEFAULT_HTTP_MAX_REQUEST,
             http_max_response: DEFAULT_HTTP_MAX_RESPONSE,
+            public_http: false,
         }
     }
 }

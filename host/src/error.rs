@@ -145,6 +145,11 @@ pub enum Error {
         "actor `{0}` has no workflow: its component does not export burrow:actor/workflow-runner with a workflow"
     )]
     NoWorkflow(String),
+    /// The actor's component exports no `wasi:http/incoming-handler`.
+    #[error(
+        "actor `{0}` takes no HTTP requests: its component does not export wasi:http/incoming-handler"
+    )]
+    NoHttpHandler(String),
     /// The event's type, group or payload is not acceptable.
     #[error("invalid event for `{actor}`: {message}")]
     InvalidEvent {
@@ -362,6 +367,7 @@ impl Error {
             Error::ShuttingDown => "shutting-down",
             Error::NoQueue(_) => "no-queue",
             Error::NoWorkflow(_) => "no-workflow",
+            Error::NoHttpHandler(_) => "no-http-handler",
             Error::InvalidEvent { .. } => "invalid-event",
             Error::PayloadTooLarge { .. } => "payload-too-large",
             Error::QueueFull { .. } => "queue-full",
@@ -389,7 +395,8 @@ impl Error {
             | Error::NoSuchInstance { .. }
             | Error::NoSuchEvent { .. }
             | Error::NoSuchTable { .. }
-            | Error::NoPrevious(_) => 404,
+            | Error::NoPrevious(_)
+            | Error::NoHttpHandler(_) => 404,
             Error::InvalidArguments { .. }
             | Error::InvalidAddress(_)
             | Error::NoQueue(_)

@@ -53,7 +53,7 @@ use axum::extract::{
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 
 use crate::SendOptions;
@@ -73,6 +73,7 @@ mod auth;
 mod connect;
 mod gate;
 mod idle;
+mod incoming;
 mod origin;
 mod own_wakes;
 mod tls;
@@ -235,6 +236,14 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route("/actors/{actor}/{key}/actions/{action}", post(call))
         .route("/actors/{actor}/{key}/queue", get(queue).post(send))
         .route("/actors/{actor}/{key}/workflow", get(workflow))
+        .route(
+            "/actors/{actor}/{key}/http",
+            any(incoming::incoming).layer(Extension(incoming::OverTls(serving.tls.is_some()))),
+        )
+        .route(
+            "/actors/{actor}/{key}/http/{*path}",
+            any(incoming::incoming).layer(Extension(incoming::OverTls(serving.tls.is_some()))),
+        )
         // Only a connection needs the access rules past the guard (its
         // token may come as its first message).
         .route(
@@ -556,6 +565,7 @@ where
             incoming.method.clone(),
             path,
             content_type,
+            None,
             None,
             &incoming.caller,
             incoming.body.clone(),

@@ -36,8 +36,9 @@
 //! max_connections = 1000      # optional, client connections per instance
 //! http = ["https://api.example.com", "http://127.0.0.1:9000"] # optional: what
 //!                             # its outgoing HTTP may reach (default: nothing)
-//! http_max_request = "4MiB"   # optional, largest outgoing request body
-//! http_max_response = "16MiB" # optional, largest response body it reads
+//! http_max_request = "4MiB"   # optional, largest request body it sends or is sent
+//! http_max_response = "16MiB" # optional, largest response body it reads or answers
+//! public_http = false         # optional: its incoming HTTP handler needs no token
 //! ```
 //!
 //! Relative paths are relative to the manifest's directory; build commands
@@ -179,6 +180,8 @@ struct RawActor {
     http: Vec<String>,
     http_max_request: Option<String>,
     http_max_response: Option<String>,
+    #[serde(default)]
+    public_http: bool,
 }
 
 impl Manifest {
@@ -324,6 +327,7 @@ impl ActorSpec {
             options.http_max_response =
                 parse_size(&s).map_err(|e| anyhow!("http_max_response: {e}"))? as u64;
         }
+        options.public_http = raw.public_http;
         Ok(ActorSpec {
             name: name.to_owned(),
             component: dir.join(raw.component),
@@ -361,6 +365,7 @@ mod tests {
             build = "make"
             sleep_timeout = "2s"
             memory_limit = "64MiB"
+            public_http = true
             [actors.other]
             component = "/abs/o.wasm"
             "#,
@@ -373,6 +378,8 @@ mod tests {
         assert_eq!(c.options.sleep_timeout, Duration::from_secs(2));
         assert_eq!(c.options.memory_limit, 64 << 20);
         assert_eq!(c.options.call_timeout, crate::config::DEFAULT_CALL_TIMEOUT);
+        assert!(c.options.public_http);
+        assert!(!m.actors["other"].options.public_http);
         assert_eq!(m.actors["other"].component, Path::new("/abs/o.wasm"));
         assert_eq!(m.data_dir(), Path::new("/proj/.burrow"));
     }
@@ -389,6 +396,7 @@ mod tests {
         assert!(err("[host]\ntls_cert = 'c.pem'").contains("tls_cert and tls_key go together"));
         assert!(err("[host]\nidle_timeout = '1 day'").contains("idle_timeout"));
         assert!(err("[host]\nmax_token_waits = -1").contains("max_token_waits"));
+        assert!(err("[actors.c]\ncomponent = 'x'\npublic_http = 'yes'").contains("public_http"));
     }
 
     #[test]

@@ -71,6 +71,7 @@ const CODES: &[&str] = &[
     "shutting-down",
     "no-queue",
     "no-workflow",
+    "no-http-handler",
     "invalid-event",
     "payload-too-large",
     "queue-full",

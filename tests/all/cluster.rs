@@ -789,6 +789,63 @@ async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_request_for_an_actors_http_handler_reaches_its_owner_with_its_headers() {
+    let head = format!(
+        "[actors.http-probe]\ncomponent = {:?}\npublic_http = true\nhttp_max_request = \"2MiB\"\n",
+        programs::HTTP_PROBE
+    );
+    let cluster = Cluster::start_configured(2, LEASE, "10s", &head, &[]);
+    let http = reqwest::Client::new();
+    let hook = async |host: usize, signature: &str, body: String| {
+        let answer = http
+            .post(format!(
+                "{}/actors/http-probe/k/http/hooks/paid?n=1",
+                cluster.url(host)
+            ))
+            .header("x-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let counted = answer.headers().get("x-hook").cloned();
+        let body: Value = answer.json().await.unwrap();
+        (status, counted, body)
+    };
+    // Host 0 serves the instance: its first request came there.
+    let (status, _, body) = hook(0, "on-a", "first".into()).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["hits"], 1);
+    let held = leases(&cluster.client(0)).await;
+    assert_eq!(
+        (held["host-0"], held.get("host-1")),
+        (1, Some(&0)),
+        "{held:?}"
+    );
+
+    // Through host 1: passed on to host 0 with the sender's headers and a
+    // body larger than a call's arguments may be; the handler's headers
+    // come back.
+    let large = "x".repeat(1_500_000);
+    let (status, counted, body) = hook(1, "through-b", large.clone()).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["hits"], 2);
+    assert_eq!(body["signature"], "through-b");
+    assert_eq!(body["path"], "/hooks/paid?n=1");
+    assert_eq!(body["body"].as_str().map(str::len), Some(large.len()));
+    assert_eq!(
+        counted.as_ref().map(|v| v.to_str().unwrap()),
+        Some("counted")
+    );
+    let held = leases(&cluster.client(0)).await;
+    assert_eq!(
+        (held["host-0"], held.get("host-1")),
+        (1, Some(&0)),
+        "{held:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_forwarded_request_keeps_its_callers_identity_and_its_tokens_checks() {
     let tokens = "[tokens.web]\nrole = \"client\"\nsecret = \"web-secret-0123456789\"\n\
                   actors = [\"talk\"]\n";

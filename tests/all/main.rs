@@ -26,6 +26,7 @@ mod examples;
 mod front;
 mod hostile;
 mod http;
+mod incoming;
 mod lifecycle;
 mod loading;
 mod logging;

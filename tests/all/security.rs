@@ -181,6 +181,14 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
             "",
             Open::Clients,
         ),
+        // The counter has no HTTP handler: a 404 for whoever may ask.
+        (
+            Method::POST,
+            "/actors/counter/seen/http/hook",
+            "",
+            Open::Clients,
+        ),
+        (Method::GET, "/actors/counter/seen/http", "", Open::Clients),
         (Method::DELETE, "/actors/counter/{who}", "", Open::Admins),
         // The client token names only `counter` and `chat-room`.
         (
@@ -190,6 +198,7 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
             Open::Admins,
         ),
         (Method::PUT, "/actors/probe/{who}", "null", Open::Admins),
+        (Method::PUT, "/actors/probe/seen/http/x", "", Open::Admins),
     ];
     for (method, path, body, open) in routes {
         for who in EVERYONE {
@@ -529,6 +538,7 @@ async fn headers_only_hosts_of_a_cluster_send_are_refused_from_anyone_else() {
         ("x-burrow-chain", r#"[["counter", "a"]]"#),
         ("x-burrow-caller", "00"),
         ("x-burrow-signature", "1.00"),
+        ("x-burrow-http-headers", r#"[["x-signature", "forged"]]"#),
     ] {
         let answer = http
             .post(format!(

@@ -14,12 +14,14 @@
 
 mod batch;
 mod calls;
+mod incoming;
 mod queue;
 mod transaction;
 mod workflow;
 
 pub(crate) use batch::{CallJob, PendingCalls};
 use calls::trap_error;
+pub(crate) use incoming::{HttpAnswer, HttpRequest};
 pub(crate) use queue::process_during;
 pub(crate) use workflow::RunEnd;
 

@@ -8,6 +8,7 @@
 mod connect;
 mod destroy;
 mod guest_link;
+mod incoming;
 mod log_syncs;
 mod queue;
 mod route;
@@ -42,7 +43,7 @@ use route::Forwarder;
 pub use route::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Unreached};
 pub(crate) use route::{caller_from_header, caller_header};
 pub(crate) use signature::Claim;
-pub use signature::{CALLER_HEADER, MAX_SKEW, SIGNATURE_HEADER};
+pub use signature::{CALLER_HEADER, HTTP_HEADERS_HEADER, MAX_SKEW, SIGNATURE_HEADER};
 
 /// The `Content-Type` of [`Host::metrics`]' text.
 pub const METRICS_CONTENT_TYPE: &str = crate::metrics::CONTENT_TYPE;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use burrow_client::{ErrorBody, GuestFailure};
 use reqwest::{Method, StatusCode};
 
-use super::signature::{CALLER_HEADER, Claim, SIGNATURE_HEADER, Signature};
+use super::signature::{CALLER_HEADER, Claim, HTTP_HEADERS_HEADER, SIGNATURE_HEADER, Signature};
 use crate::address::Address;
 use crate::caller::Caller;
 use crate::error::Error;
@@ -67,6 +67,8 @@ pub struct Forwarded {
     pub status: u16,
     /// Its content type.
     pub content_type: Option<String>,
+    /// Its headers (the content type among them).
+    pub headers: reqwest::header::HeaderMap,
     /// Its body.
     pub body: bytes::Bytes,
 }
@@ -234,7 +236,8 @@ impl Host {
 
     /// Sends a request to the host at `base` as it came: `path_and_query`
     /// with `method`, `content_type` and `body`, for `caller`, signed; its
-    /// answer must come within `timeout`.
+    /// answer must come within `timeout`. `http_headers` are the headers
+    /// of a request for an actor's HTTP handler ([`HTTP_HEADERS_HEADER`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn forward(
         &self,
@@ -243,6 +246,7 @@ impl Host {
         path_and_query: &str,
         content_type: Option<&str>,
         chain: Option<String>,
+        http_headers: Option<String>,
         caller: &Caller,
         body: bytes::Bytes,
         timeout: Duration,
@@ -256,6 +260,7 @@ impl Host {
             forwarded: &member,
             chain: chain.as_deref().unwrap_or(""),
             caller: &caller,
+            http_headers: http_headers.as_deref().unwrap_or(""),
             body: &body,
         }
         .sign(self.cluster_secret());
@@ -274,6 +279,9 @@ impl Host {
         if let Some(chain) = chain {
             request = request.header(CHAIN_HEADER, chain);
         }
+        if let Some(http_headers) = http_headers {
+            request = request.header(HTTP_HEADERS_HEADER, http_headers);
+        }
         let response = request.send().await.map_err(|e| {
             if e.is_connect() {
                 Unreached::Retry(e.to_string())
@@ -287,6 +295,7 @@ impl Host {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let headers = response.headers().clone();
         let body = response
             .bytes()
             .await
@@ -301,6 +310,7 @@ impl Host {
         Ok(Forwarded {
             status: status.as_u16(),
             content_type,
+            headers,
             body,
         })
     }
@@ -334,6 +344,7 @@ impl Host {
                 &path,
                 Some("application/json"),
                 Some(chain),
+                None,
                 caller,
                 bytes::Bytes::copy_from_slice(args.as_bytes()),
                 self.forward_timeout(actor, Duration::ZERO),
@@ -380,6 +391,7 @@ impl Host {
                 Method::POST,
                 &path,
                 Some("application/json"),
+                None,
                 None,
                 &Caller::Host,
                 bytes::Bytes::from(body.to_string()),

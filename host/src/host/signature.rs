@@ -8,7 +8,8 @@
 //!
 //! The signature is an HMAC-SHA256 over the method, the path and query,
 //! the forwarding host, the chain of calling instances, the caller, the
-//! time and a digest of the body; it is valid for [`MAX_SKEW`] either side
+//! time, a digest of the body and, for a request to an actor's HTTP
+//! handler, the headers it carries for the guest; it is valid for [`MAX_SKEW`] either side
 //! of the signing host's clock.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,6 +23,9 @@ pub const CALLER_HEADER: &str = "x-burrow-caller";
 /// The header that carries a forwarded request's signature:
 /// `<milliseconds since the Unix epoch>.<hex HMAC>`.
 pub const SIGNATURE_HEADER: &str = "x-burrow-signature";
+/// The header that carries the headers of a forwarded request for an
+/// actor's HTTP handler: a JSON list of `[name, value]`, signed.
+pub const HTTP_HEADERS_HEADER: &str = "x-burrow-http-headers";
 
 /// How far a signature's time may be from the clock of the host that
 /// checks it (the hosts' clocks are assumed to be kept in step).
@@ -37,6 +41,9 @@ pub(crate) struct Claim<'a> {
     pub(crate) chain: &'a str,
     /// The caller (its header's text, or empty).
     pub(crate) caller: &'a str,
+    /// The headers of a request for an actor's HTTP handler
+    /// ([`HTTP_HEADERS_HEADER`]'s text), or empty.
+    pub(crate) http_headers: &'a str,
     pub(crate) body: &'a [u8],
 }
 
@@ -53,7 +60,10 @@ impl Claim<'_> {
             &at_ms.to_be_bytes(),
             &body,
         ];
-        for part in parts {
+        // The headers of an HTTP handler's request only where there are
+        // some: every other claim signs what it signed before they were.
+        let http_headers = (!self.http_headers.is_empty()).then_some(self.http_headers.as_bytes());
+        for part in parts.into_iter().chain(http_headers) {
             // Lengths first: no two claims sign the same bytes.
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part);
@@ -135,6 +145,7 @@ mod tests {
             forwarded: "host-1",
             chain: "",
             caller: "",
+            http_headers: "",
             body,
         }
     }
@@ -151,6 +162,11 @@ mod tests {
             ..claim(b"[1]")
         };
         assert!(other_caller.verify(&secret, &signature).is_err());
+        let other_headers = Claim {
+            http_headers: r#"[["x-signature","forged"]]"#,
+            ..claim(b"[1]")
+        };
+        assert!(other_headers.verify(&secret, &signature).is_err());
         assert!(claim(b"[1]").verify(&[], &signature).is_err());
         assert!(claim(b"[1]").verify(&secret, "garbage").is_err());
     }

@@ -5,9 +5,11 @@
 //!   its caller is then the one the signature vouches for, and the host it
 //!   came through has already checked its token.
 //! - Otherwise, the route's [`Permission`] decides: `/healthz` and
-//!   `/readyz` (and `/metrics` when opened) are public; calls, creates, sends and
-//!   connections need a client or an admin token (a client token only for
-//!   the actors it names); everything else needs an admin token. A route
+//!   `/readyz` (and `/metrics` when opened) are public; calls, creates, sends,
+//!   connections and requests for an actor's HTTP handler need a client or
+//!   an admin token (a client token only for the actors it names), unless
+//!   the actor's manifest says `public_http = true`, which opens its HTTP
+//!   handler to anyone; everything else needs an admin token. A route
 //!   not in [`permission`]'s table needs an admin token.
 //! - A server without tokens lets every request through as an anonymous
 //!   client, but not from another site's page or to a name that is not
@@ -38,10 +40,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::ApiError;
 use super::gate::Ticket;
 use crate::caller::{Caller, Role};
-use crate::config::{MAX_ARGS_BYTES, PEER_BODY_TIMEOUT};
+use crate::config::PEER_BODY_TIMEOUT;
 use crate::host::{
-    CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, Host, SIGNATURE_HEADER,
-    caller_from_header,
+    CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, HTTP_HEADERS_HEADER, Host,
+    SIGNATURE_HEADER, caller_from_header,
 };
 use crate::tokens::{Token, Tokens};
 
@@ -175,7 +177,7 @@ impl Access {
                 ));
             }
             Permission::Admin => {}
-            Permission::Client | Permission::Connect => {
+            Permission::Client | Permission::Connect | Permission::Http => {
                 let actor = actor.unwrap_or_default();
                 if !token.may_reach(actor) {
                     return Err(ApiError::new(
@@ -252,6 +254,9 @@ pub(super) enum Permission {
     /// As [`Permission::Client`]; the token may also come as the
     /// WebSocket's first message.
     Connect,
+    /// A request for an actor's HTTP handler: as [`Permission::Client`],
+    /// or anyone's when the actor's manifest says `public_http = true`.
+    Http,
     /// An admin token.
     Admin,
 }
@@ -277,6 +282,9 @@ pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Pe
         | ("PUT", "/actors/{actor}/{key}")
         | ("POST", "/actors/{actor}/{key}/queue") => Permission::Client,
         ("GET", "/actors/{actor}/{key}/connect") => Permission::Connect,
+        (_, "/actors/{actor}/{key}/http" | "/actors/{actor}/{key}/http/{*path}") => {
+            Permission::Http
+        }
         _ => Permission::Admin,
     }
 }
@@ -320,7 +328,13 @@ pub(super) async fn guard(
     }
     let route = route.as_ref().map_or("", MatchedPath::as_str);
     let method = request.method().clone();
-    let permission = permission(&method, route, access.open_metrics);
+    let mut permission = permission(&method, route, access.open_metrics);
+    if permission == Permission::Http {
+        let actor = route_actor(&mut request).await;
+        if actor.is_some_and(|actor| guard.host.has_public_http(&actor)) {
+            permission = Permission::Public;
+        }
+    }
     if permission == Permission::Public {
         request.extensions_mut().insert(Caller::Client(None));
         return next.run(request).await;
@@ -413,6 +427,7 @@ fn claims_a_host(headers: &HeaderMap) -> bool {
         CHAIN_HEADER,
         CALLER_HEADER,
         SIGNATURE_HEADER,
+        HTTP_HEADERS_HEADER,
     ]
     .iter()
     .any(|name| headers.contains_key(*name))
@@ -449,7 +464,7 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
     let signature = host.read_peer_signature(signature).map_err(refused)?;
     let body = tokio::time::timeout(
         PEER_BODY_TIMEOUT,
-        axum::body::to_bytes(body, MAX_ARGS_BYTES),
+        axum::body::to_bytes(body, host.max_peer_body()),
     )
     .await
     .map_err(|_| {
@@ -468,6 +483,7 @@ async fn from_a_host(host: &Host, request: Request) -> Result<Request, ApiError>
         forwarded: header(FORWARDED_HEADER)?,
         chain: header(CHAIN_HEADER)?,
         caller,
+        http_headers: header(HTTP_HEADERS_HEADER)?,
         body: &body,
     };
     host.verify_peer(&claim, &signature).map_err(refused)?;

@@ -309,6 +309,7 @@ async fn dial_owner(
         forwarded: &member,
         chain: "",
         caller: &caller,
+        http_headers: "",
         body: &[],
     }
     .sign(host.cluster_secret());

@@ -241,6 +241,17 @@ impl Core {
         self.actors.spec(actor)
     }
 
+    /// The largest `http_max_request` of the actors (0 without actors).
+    pub(crate) fn largest_http_max_request(&self) -> u64 {
+        let names = self.actors.names();
+        names
+            .iter()
+            .filter_map(|name| self.actors.spec(name))
+            .map(|spec| spec.options.http_max_request)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// `actor` as the manifest gave it (its file and options), if the
     /// address is valid and the host runs, whatever its component's state:
     /// for what reads an instance's files without running its code.

@@ -1,6 +1,7 @@
-//! An actor for the host's tests of outgoing HTTP. Its action `fetch`
-//! sends the request it is given; its workflow (from the create input)
-//! sends requests from a step, and from orchestration code when asked.
+//! An actor for the host's tests of outgoing and incoming HTTP. Its
+//! action `fetch` sends the request it is given; its workflow (from the
+//! create input) sends requests from a step, and from orchestration code
+//! when asked; its HTTP handler (`hook`) counts what reaches it.
 
 use std::time::Duration;
 
@@ -118,7 +119,52 @@ fn run(ctx: &mut Ctx, flow: Flow) -> workflow::Result<Json> {
     Ok(output)
 }
 
+/// The HTTP handler, by path:
+///
+/// - `/count`: the count of hooks so far (the state);
+/// - `/panic`: counts, then panics (the count is rolled back);
+/// - `/big?<n>`: counts, and answers a body of `n` bytes;
+/// - `/status?<n>`: status `n`, whatever it is;
+/// - anything else: counts one hook, and answers `201` with the count,
+///   the method, path, body and the headers a test looks for.
+fn hook(request: http::Incoming) -> http::Reply {
+    let (path, query) = match request.path.split_once('?') {
+        Some((path, query)) => (path, query),
+        None => (request.path.as_str(), ""),
+    };
+    match path {
+        "/count" => http::Reply::json(200, &json!({"hits": state::get::<i64>().ok().flatten()})),
+        "/panic" => {
+            let _ = bump();
+            panic!("the hook panics after counting");
+        }
+        "/big" => {
+            let _ = bump();
+            http::Reply::new(200).body(vec![b'x'; query.parse().unwrap_or(0)])
+        }
+        "/status" => http::Reply::new(query.parse().unwrap_or(0)),
+        _ => match bump() {
+            Ok(hits) => http::Reply::json(
+                201,
+                &json!({
+                    "hits": hits,
+                    "method": request.method,
+                    "path": request.path,
+                    "body": request.text(),
+                    "signature": request.header("x-signature"),
+                    "authorization": request.header("authorization"),
+                    "host": request.header("host"),
+                }),
+            )
+            .header("x-hook", "counted"),
+            Err(e) => http::Reply::text(500, e.to_string()),
+        },
+    }
+}
+
 burrow_sdk::actor! {
     workflow: run,
     actions: [fetch, bump],
 }
+
+burrow_sdk::http_handler!(hook);
