@@ -6,9 +6,10 @@
 // The entry module ends with `export default actor({...})`. It is bundled
 // (with the SDK, imported as 'burrow-sdk', and any npm packages it
 // imports) into one module, which componentize-js turns into a component
-// of the world `full-actor-http` of wit/http.wit (`full-actor` of
-// wit/actor.wit, and wasi:http for `fetch`): SpiderMonkey, snapshotted
-// after the module's top level has run.
+// of the world `full-actor-http-server` of wit/http.wit (`full-actor` of
+// wit/actor.wit, wasi:http for `fetch`, and the export of
+// wasi:http/incoming-handler for the actor's `http` handler):
+// SpiderMonkey, snapshotted after the module's top level has run.
 
 import { componentize } from '@bytecodealliance/componentize-js';
 import { rolldown } from 'rolldown';
@@ -30,7 +31,7 @@ function usage(message) {
 
 function parseArgs(argv) {
   const positional = [];
-  const options = { wit: undefined, world: 'full-actor-http' };
+  const options = { wit: undefined, world: 'full-actor-http-server' };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--wit' || arg === '--world') {
@@ -57,8 +58,9 @@ function witDir(given) {
 
 /** One ES module: the entry, the SDK and what they import, with the
  * component's own imports (`burrow:*`, `wasi:*`) left as imports, and the
- * world's five exports taken from the entry's default export. */
-async function bundle(entry) {
+ * world's exports taken from the entry's default export (the HTTP
+ * handler's too, `withHandler`, when the world exports one). */
+async function bundle(entry, withHandler) {
   const sdk = join(here, 'src');
   const build = await rolldown({
     input: ENTRY,
@@ -85,6 +87,7 @@ async function bundle(entry) {
             `export const workflowRunner = actor.workflowRunner;`,
             `export const connections = actor.connections;`,
             `export const access = actor.access;`,
+            ...(withHandler ? [`export const incomingHandler = actor.incomingHandler;`] : []),
           ].join('\n');
         },
       },
@@ -118,7 +121,8 @@ async function inputsDigest(code, wit, world) {
   return hash.digest('hex');
 }
 
-// An actor exports no wasi:http handler. Outgoing HTTP stays: the engine's
+// The engine's own fetch event is off: the SDK exports the actor's
+// wasi:http handler itself (src/incoming.js). Outgoing HTTP stays: the engine's
 // `Request`, `Response` and `Headers` (the SDK sends the requests itself,
 // see src/http.js); so do clocks, random numbers and stdio (the host
 // refuses clocks and randomness to workflow orchestration code).
@@ -129,7 +133,7 @@ async function main() {
   if (!existsSync(entry)) usage(`no such file: ${entry}`);
   const started = Date.now();
   const wit = witDir(givenWit);
-  const code = await bundle(entry);
+  const code = await bundle(entry, world === 'full-actor-http-server');
   const digest = await inputsDigest(code, wit, world);
   const stamp = `${out}.inputs`;
   if (existsSync(out) && (await readFile(stamp, 'utf8').catch(() => '')) === digest) {

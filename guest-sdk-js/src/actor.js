@@ -5,11 +5,13 @@ import { Failure, messageOf, toWitFailure } from './errors.js';
 import { parse, stringify } from './json.js';
 import { eventFrom, witPolicy } from './queue.js';
 import { TypeMismatch, check, validateType } from './types.js';
+import { incomingHandlerOf } from './incoming.js';
 import { runWorkflow } from './workflow.js';
 
 const EXPORTS = Symbol('burrow exports');
 const KEYS = new Set([
   'migrate', 'create', 'wake', 'sleep', 'destroy', 'queue', 'workflow', 'connect', 'disconnect', 'actions', 'internal',
+  'http',
 ]);
 
 /** `internal` as `{names, fromActors}`: a list of action names, or
@@ -92,6 +94,7 @@ function encodeResult(value) {
  *       queue: { policy: 'fifo', process, select },
  *       workflow: run,                            // async (ctx, input) => output
  *       connect, disconnect,                      // (id, params) and (id)
+ *       http,                                     // async (request) => Response
  *       actions: { increment: [increment, 'integer'], get },
  *       internal: ['fire'],                       // or {actions: [...], fromActors: false}
  *     });
@@ -239,7 +242,10 @@ export function actor(definition) {
     internal: () => ({ names: [...internal.names], fromActors: internal.fromActors }),
   };
 
-  return Object.freeze({ [EXPORTS]: true, guest, processor, workflowRunner, connections, access });
+  if (definition.http !== undefined && typeof definition.http !== 'function') throw new Error('http must be a function: (request) => Response');
+  const incomingHandler = incomingHandlerOf(definition.http ?? null);
+
+  return Object.freeze({ [EXPORTS]: true, guest, processor, workflowRunner, connections, access, incomingHandler });
 }
 
 /** The exports of a module's default export: an `actor()`, or a plain

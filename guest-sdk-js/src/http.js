@@ -44,7 +44,7 @@ const DISPOSE = Symbol.dispose || Symbol.for('dispose');
 
 /** Releases a resource now (the host refuses to drop one whose children
  * live, so they go in order, not when the collector gets to them). */
-function drop(resource) {
+export function drop(resource) {
   if (resource !== null && resource !== undefined && typeof resource[DISPOSE] === 'function') resource[DISPOSE]();
 }
 
@@ -211,7 +211,7 @@ export function send({ method, url, headers = [], body = new Uint8Array(0), time
 }
 
 /** Writes the body and finishes it; the error, if that failed. */
-function writeBody(outgoing, body) {
+export function writeBody(outgoing, body) {
   const stream = outgoing.write();
   let failure;
   try {
@@ -244,7 +244,7 @@ function streamProblem(error) {
   return 'the stream is closed';
 }
 
-function readBody(incoming) {
+export function readBody(incoming) {
   const stream = incoming.stream();
   const chunks = [];
   let length = 0;

@@ -1,5 +1,7 @@
-"""The componentize-py bindings of `wit/http.wit` (world `full-actor-http`:
-`full-actor` of `wit/actor.wit` and `wasi:http/outgoing-handler`).
+"""The componentize-py bindings of `wit/http.wit` (world
+`full-actor-http-server`: `full-actor` of `wit/actor.wit`,
+`wasi:http/outgoing-handler`, and the export
+`wasi:http/incoming-handler`).
 
 componentize-py generates the `wit_world` package while it builds a
 component, so the bindings exist only inside one. Outside (unit tests of
@@ -12,7 +14,7 @@ Beside `wasi:http/types`, Burrow's `types` interface is named
 """
 
 try:
-    from componentize_py_types import Err
+    from componentize_py_types import Err, Ok
     from wit_world.exports import access, processor, workflow_runner
     from wit_world.imports import actors, caller, db, events, log, queue, schedule, state, workflow
 
@@ -30,6 +32,12 @@ except ImportError:  # pragma: no cover - outside a component
 
         def __init__(self, value):
             super().__init__(value)
+            self.value = value
+
+    class Ok:
+        """Stands in for componentize-py's `Ok` outside a component."""
+
+        def __init__(self, value):
             self.value = value
 
     class _Missing:

@@ -6,9 +6,10 @@
 The actor's module (`app.py` by default) declares the actor with
 `burrow.actor(...)` or `@burrow.action`. The helper writes a small entry
 module that imports it and the SDK's exports, and runs componentize-py
-(0.25.1) for the world `burrow:actor/full-actor-http` (`full-actor` and
-`wasi:http/outgoing-handler`, for `burrow.http`) of the WIT package shipped
-with this package. The SDK is copied next to the entry module, so the
+(0.25.1) for the world `burrow:actor/full-actor-http-server` (`full-actor`,
+`wasi:http/outgoing-handler` for `burrow.http`, and the export
+`wasi:http/incoming-handler` for `@http.handler`) of the WIT package
+shipped with this package. The SDK is copied next to the entry module, so the
 component gets this very version of it whether it is installed with pip or
 used from a source tree. Other modules of the actor's directory are
 importable too.
@@ -56,7 +57,7 @@ def _target(path, module):
     return path, module
 
 
-WORLD = "full-actor-http"
+WORLD = "full-actor-http-server"
 
 
 def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
@@ -78,6 +79,11 @@ def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
                 "# declares the actor; the SDK's classes are the exports.\n"
                 f"import {module}  # noqa: F401\n"
                 "from burrow.exports import Access, Connections, Guest, Processor, WorkflowRunner  # noqa: F401\n"
+                + (
+                    "from burrow.exports import IncomingHandler  # noqa: F401\n"
+                    if world == "full-actor-http-server"
+                    else ""
+                )
             )
         command = [
             exe,
@@ -113,7 +119,10 @@ def main(argv=None):
     parser.add_argument(
         "--world",
         default=WORLD,
-        help=f"the world (default: {WORLD}; `full-actor` leaves wasi:http and burrow.http out)",
+        help=(
+            f"the world (default: {WORLD}; `full-actor-http` leaves the HTTP handler out, "
+            "`full-actor` wasi:http and burrow.http too)"
+        ),
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     args = parser.parse_args(argv)

@@ -24,8 +24,10 @@ if AVAILABLE:
         _exports.Connections,
         _exports.Access,
     )
+    # Only in a component built for `full-actor-http-server`.
+    _IncomingHandler = getattr(_exports, "IncomingHandler", object)
 else:  # pragma: no cover - outside a component
-    _Guest = _Processor = _WorkflowRunner = _Connections = _Access = object
+    _Guest = _Processor = _WorkflowRunner = _Connections = _Access = _IncomingHandler = object
 
 
 def _failure(e, during):
@@ -171,3 +173,13 @@ class Access(_Access):
 
 
 __all__ = ["Guest", "Processor", "WorkflowRunner", "Connections", "Access"]
+
+
+class IncomingHandler(_IncomingHandler):
+    """`wasi:http/incoming-handler`: a request to
+    `/actors/{actor}/{key}/http/...`, for the actor's `@http.handler`."""
+
+    def handle(self, request, response_out):
+        from . import http
+
+        http._serve(request, response_out)

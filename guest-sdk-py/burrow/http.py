@@ -19,6 +19,18 @@ that finished is never run again, so its request is not sent again; a
 failed attempt may be retried, and `workflow.step_key()` gives the same key
 to every attempt: send it as `Idempotency-Key`.
 
+The actor may answer HTTP requests too: requests to
+`/actors/{actor}/{key}/http/{path...}` reach the function declared with
+`@http.handler`, in one transaction like an action; an exception rolls
+the request back.
+
+    @http.handler
+    def webhook(request: http.Incoming) -> http.Reply:
+        if request.path == "/paid":
+            state.set(request.json())
+            return http.Reply.json(200, {"ok": True})
+        return http.Reply.text(404, "no such hook")
+
 Every failure is an `HttpError` (code `http`, `kind` says which):
 `NotInStep` (also a `burrow.NotInStep`, code `not-in-step`), `NotAllowed`
 (the queue selector sends nothing; code `not-allowed`), `Denied` (the
@@ -30,8 +42,10 @@ broken answer). The message is the host's text.
 
 import json as _json
 
+import traceback as _traceback
+
 from . import _errors, _wit
-from ._wit import Err
+from ._wit import Err, Ok
 
 
 class HttpError(_errors.Error):
@@ -390,3 +404,167 @@ def put(url, **options):
 def delete(url, **options):
     """A `DELETE` of `url` (the options of `request`)."""
     return request("DELETE", url, **options)
+
+
+# The actor's own HTTP handler.
+
+_HANDLER = None
+
+
+class Incoming:
+    """A request for the actor's HTTP handler: `method` (`GET`, `POST`,
+    ...), `path` (after `/actors/{actor}/{key}/http`, with its query, as
+    the client wrote it; `/` at the least), `headers` (a list of (name,
+    value) pairs, names in lowercase, values as text; Burrow's API token is
+    not among them) and `body` (bytes)."""
+
+    def __init__(self, method, path, headers, body):
+        self.method = method
+        self.path = path
+        self.raw_headers = [(name.lower(), bytes(value)) for name, value in headers]
+        self.headers = [(name, value.decode("utf-8", "replace")) for name, value in self.raw_headers]
+        self.body = body
+
+    def header(self, name, default=None):
+        """The first value of header `name` (any case), as text."""
+        name = name.lower()
+        for n, value in self.headers:
+            if n == name:
+                return value
+        return default
+
+    def text(self):
+        """The body as text (invalid UTF-8 replaced)."""
+        return self.body.decode("utf-8", "replace")
+
+    def json(self):
+        """The body read as JSON."""
+        try:
+            return _json.loads(self.body)
+        except ValueError as e:
+            raise _errors.Error("json", f"the request's body is not JSON: {e}") from None
+
+    def __repr__(self):
+        return f"Incoming({self.method} {self.path}, {len(self.body)} bytes)"
+
+
+class Reply:
+    """The handler's answer: `status`, `headers` (a dict or a list of
+    (name, value) pairs) and `body` (bytes or text)."""
+
+    def __init__(self, status=200, headers=None, body=b""):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @classmethod
+    def text(cls, status, text):
+        """`status` with `text` as `text/plain; charset=utf-8`."""
+        return cls(status, [("content-type", "text/plain; charset=utf-8")], text)
+
+    @classmethod
+    def json(cls, status, value):
+        """`status` with `value` as JSON (`application/json`)."""
+        return cls(status, [("content-type", "application/json")], _json.dumps(value, separators=(",", ":")))
+
+    def __repr__(self):
+        return f"Reply({self.status})"
+
+
+def handler(fn):
+    """Declares `fn(request: Incoming) -> Reply` the actor's HTTP handler
+    (one per actor; the last declared wins)."""
+    global _HANDLER
+    _HANDLER = fn
+    return fn
+
+
+_METHODS = {
+    "Method_Get": "GET",
+    "Method_Head": "HEAD",
+    "Method_Post": "POST",
+    "Method_Put": "PUT",
+    "Method_Delete": "DELETE",
+    "Method_Connect": "CONNECT",
+    "Method_Options": "OPTIONS",
+    "Method_Trace": "TRACE",
+    "Method_Patch": "PATCH",
+}
+
+
+def _read_request(types, streams, request):
+    method = request.method()
+    name = _METHODS.get(type(method).__name__)
+    if name is None:
+        name = method.value
+    path = request.path_with_query() or "/"
+    with request.headers() as fields:
+        headers = fields.entries()
+    try:
+        incoming = request.consume()
+    except Err:
+        raise Failed("failed: the request's body was taken already") from None
+    with incoming:
+        body = _read_body(types, streams, incoming)
+    return Incoming(name, path, headers, body)
+
+
+def _reply_of(request):
+    """What the handler answers `request` (an `Incoming`), or the
+    exception it raised."""
+    if _HANDLER is None:
+        return Reply.json(
+            404,
+            {
+                "error": {
+                    "code": "no-http-handler",
+                    "message": "this actor takes no HTTP requests: its module declares no @http.handler",
+                }
+            },
+        )
+    reply = _HANDLER(request)
+    if not isinstance(reply, Reply):
+        raise TypeError(f"the HTTP handler must return an http.Reply, not {type(reply).__name__}")
+    return reply
+
+
+def _serve(request, out):
+    """`incoming-handler.handle`: reads the request, runs the handler and
+    sends its reply. An exception sets an error instead of a response: the
+    host rolls the request back and answers its error."""
+    _, types, streams = _bindings()
+    try:
+        with request:
+            incoming = _read_request(types, streams, request)
+        reply = _reply_of(incoming)
+        body = reply.body
+        if isinstance(body, str):
+            body = body.encode()
+        elif not isinstance(body, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a reply's body must be bytes or text, not {type(body).__name__}")
+        entries = _header_entries(reply.headers)
+        if isinstance(reply.status, bool) or not isinstance(reply.status, int) or not 100 <= reply.status <= 599:
+            raise ValueError(f"the reply's status {reply.status!r} is not valid")
+    except Exception as e:
+        problem = f"{type(e).__name__}: {e}"
+        try:
+            from . import log
+
+            log.error(f"the HTTP handler raised {''.join(_traceback.format_exception(e))}")
+        except Exception:
+            pass
+        types.ResponseOutparam.set(out, Err(types.ErrorCode_InternalError(problem)))
+        return
+    try:
+        fields = types.Fields.from_list(entries)
+    except Err as e:
+        message = f"the reply's headers are not valid: {_describe(e.value)}"
+        types.ResponseOutparam.set(out, Err(types.ErrorCode_InternalError(message)))
+        return
+    response = types.OutgoingResponse(fields)
+    response.set_status_code(reply.status)
+    outgoing = response.body()
+    types.ResponseOutparam.set(out, Ok(response))
+    # The host reads the body while it is written and answers once it is
+    # finished; one left unfinished fails the request there.
+    _write_body(types, outgoing, bytes(body))

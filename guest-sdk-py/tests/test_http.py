@@ -250,7 +250,52 @@ class FakeHost:
         streams = Streams()
         streams.StreamError_Closed = StreamError_Closed
         streams.StreamError_LastOperationFailed = StreamError_LastOperationFailed
+        class OutgoingResponse(Resource):
+            def __init__(self, fields):
+                Resource.__init__(self, host)
+                fields.release()  # moved into the response
+                self.headers = fields.list
+                self.status = 200
+                self.sent_body = None
+
+            def set_status_code(self, status):
+                self.status = status
+
+            def body(self):
+                return OutgoingBody(self)
+
+        class ResponseOutparam:
+            @staticmethod
+            def set(out, response):
+                assert "set" not in out, "the response was set twice"
+                if not isinstance(response, Err):
+                    response.value.release()  # moved to the host
+                out["set"] = response
+
+        class IncomingRequest(Resource):
+            def __init__(self, method, path, headers, body):
+                Resource.__init__(self, host)
+                self._method, self._path, self._headers, self._body = method, path, headers, body
+
+            def method(self):
+                return self._method
+
+            def path_with_query(self):
+                return self._path
+
+            def headers(self):
+                fields = Fields(self._headers)
+                self.children.append(fields)
+                return fields
+
+            def consume(self):
+                host.answer_body = self._body
+                return IncomingBody(self)
+
         types.http_error_code = lambda error: None
+        types.OutgoingResponse = OutgoingResponse
+        types.ResponseOutparam = ResponseOutparam
+        types.IncomingRequest = IncomingRequest
         types.Fields = Fields
         types.OutgoingRequest = OutgoingRequest
         types.OutgoingBody = OutgoingBody
@@ -405,6 +450,72 @@ class Http(unittest.TestCase):
         # Checked before that: a bad URL is the caller's mistake anywhere.
         with self.assertRaises(http.Invalid):
             http.get("nope")
+
+
+
+class Handler(unittest.TestCase):
+    """`@http.handler` and the `incoming-handler` export it is served by."""
+
+    def serve(self, handler, method, path, headers=(), body=b""):
+        host = FakeHost()
+        saved_bindings, saved_handler = http._bindings, http._HANDLER
+        http._bindings = lambda: host.bindings
+        self.addCleanup(setattr, http, "_bindings", saved_bindings)
+        self.addCleanup(setattr, http, "_HANDLER", saved_handler)
+        http._HANDLER = None
+        if handler is not None:
+            http.handler(handler)
+        out = {}
+        request = host.types.IncomingRequest(method, path, list(headers), body)
+        http._serve(request, out)
+        self.assertEqual(host.unreleased(), [])
+        return host, out["set"]
+
+    def test_the_handler_reads_the_request_and_its_reply_is_sent(self):
+        seen = []
+
+        def hook(request):
+            seen.append(request)
+            return http.Reply.json(201, {"paid": request.json()["amount"]})
+
+        types = FakeHost().types
+        host, set_to = self.serve(
+            hook,
+            types.Method_Post(),
+            "/hooks/paid?order=7",
+            [("x-signature", b"sig"), ("content-type", b"application/json")],
+            b'{"amount": 1200}',
+        )
+        request = seen[0]
+        self.assertEqual((request.method, request.path), ("POST", "/hooks/paid?order=7"))
+        self.assertEqual(request.header("X-Signature"), "sig")
+        self.assertEqual(request.text(), '{"amount": 1200}')
+        response = set_to.value
+        self.assertEqual(response.status, 201)
+        self.assertEqual(response.headers, [("content-type", b"application/json")])
+        self.assertEqual(response.sent_body, b'{"paid":1200}')
+
+    def test_an_exception_sets_an_error_so_that_the_host_rolls_back(self):
+        def hook(request):
+            raise burrow.Error("planned", "counted, then failed")
+
+        types = FakeHost().types
+        _, set_to = self.serve(hook, types.Method_Other("PROPFIND"), "/fail")
+        self.assertIsInstance(set_to, Err)
+        self.assertIn("counted, then failed", set_to.value.value)
+
+    def test_a_reply_that_is_not_one_or_has_a_bad_status_is_an_error(self):
+        types = FakeHost().types
+        _, set_to = self.serve(lambda request: "ok", types.Method_Get(), "/")
+        self.assertIn("must return an http.Reply", set_to.value.value)
+        _, set_to = self.serve(lambda request: http.Reply(42), types.Method_Get(), "/")
+        self.assertIn("status 42", set_to.value.value)
+
+    def test_without_a_handler_the_answer_is_404_no_http_handler(self):
+        types = FakeHost().types
+        _, set_to = self.serve(None, types.Method_Get(), "/")
+        self.assertEqual(set_to.value.status, 404)
+        self.assertIn(b"no-http-handler", set_to.value.sent_body)
 
 
 if __name__ == "__main__":

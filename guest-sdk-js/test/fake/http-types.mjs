@@ -210,3 +210,59 @@ export class FutureIncomingResponse extends Resource {
     return { tag: 'ok', val: { tag: 'ok', val: new IncomingResponse(this.answer) } };
   }
 }
+
+/** The answer of an actor's HTTP handler, as it is built. */
+export class OutgoingResponse extends Resource {
+  constructor(fields) {
+    super();
+    fields[DISPOSE](); // moved into the response
+    this.headers = fields.list;
+    this.status = 200;
+  }
+
+  setStatusCode(status) {
+    if (status < 100 || status > 599) throw new ComponentError(undefined);
+    this.status = status;
+  }
+
+  body() {
+    return new OutgoingBody(this);
+  }
+}
+
+/** Where the handler's answer goes: `out.set` is what it was set to. */
+export class ResponseOutparam {
+  static set(out, response) {
+    if (out.set !== undefined) throw new Error('the response was set twice');
+    // Moved to the host.
+    if (response.tag === 'ok') response.val[DISPOSE]();
+    out.set = response;
+  }
+}
+
+/** A request for the actor's HTTP handler:
+ * `{method: {tag}, path, headers: [[name, Uint8Array]], body: Uint8Array}`. */
+export class IncomingRequest extends Resource {
+  constructor(request) {
+    super();
+    this.request = request;
+  }
+
+  method() {
+    return this.request.method;
+  }
+
+  pathWithQuery() {
+    return this.request.path;
+  }
+
+  headers() {
+    const fields = new Fields(this.request.headers ?? []);
+    this.children.push(fields);
+    return fields;
+  }
+
+  consume() {
+    return new IncomingBody(this, { body: this.request.body ?? new Uint8Array(0) });
+  }
+}

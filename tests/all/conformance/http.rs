@@ -115,3 +115,60 @@ async fn an_action_reaches_what_its_manifest_lists_and_is_denied_the_rest() {
     assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_reaches_the_actors_handler_and_a_failure_rolls_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (specs, present, missing) = super::actors();
+    let host = start(dir.path(), &specs).await;
+    let server = crate::support::Server::start(host.clone()).await;
+    let mut report = Report::new("incoming http", &missing);
+    let http = reqwest::Client::new();
+    report
+        .run(&present, |language| {
+            let (host, http, url) = (host.clone(), http.clone(), server.url.clone());
+            async move {
+                let actor = basic(language);
+                let before = call(&host, &actor, "h", "get", json!([])).await;
+                let answer = http
+                    .post(format!("{url}/actors/{actor}/h/http/hooks/paid?order=7"))
+                    .header("x-signature", "sig-1")
+                    .body("paid")
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(answer.status().as_u16(), 201);
+                assert_eq!(answer.headers()["x-conformance"], "yes");
+                let got: Value = answer.json().await.unwrap();
+                assert_eq!(
+                    got,
+                    json!({
+                        "count": before.as_i64().unwrap() + 1,
+                        "method": "POST",
+                        "path": "/hooks/paid?order=7",
+                        "body": "paid",
+                        "signature": "sig-1",
+                    }),
+                    "{got}"
+                );
+                // Committed before the answer: an action sees it.
+                let after = call(&host, &actor, "h", "get", json!([])).await;
+                assert_eq!(after, got["count"]);
+
+                // The handler counts, then fails: nothing of it stays.
+                let answer = http
+                    .get(format!("{url}/actors/{actor}/h/http/fail"))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = answer.status().as_u16();
+                let text = answer.text().await.unwrap();
+                assert!(status >= 400, "{status} {text}");
+                assert_eq!(call(&host, &actor, "h", "get", json!([])).await, after);
+            }
+        })
+        .await;
+    report.finish();
+    server.stop().await;
+    host.shutdown().await;
+}

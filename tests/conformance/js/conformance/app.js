@@ -185,6 +185,24 @@ async function httpGet(url) {
   }
 }
 
+// The HTTP handler: counts one, then answers 201 with the count and what
+// came; `/fail` counts, then throws (the count is rolled back).
+async function hook(request) {
+  const count = increment(1);
+  const url = new URL(request.url);
+  if (url.pathname === '/fail') throw new Failure('planned', 'counted, then failed');
+  return Response.json(
+    {
+      count,
+      method: request.method,
+      path: url.pathname + url.search,
+      body: await request.text(),
+      signature: request.headers.get('x-signature'),
+    },
+    { status: 201, headers: { 'x-conformance': 'yes' } },
+  );
+}
+
 export default actor({
   migrate,
   create: [create, 'any'],
@@ -192,6 +210,7 @@ export default actor({
   queue: { policy, process, select },
   connect,
   disconnect,
+  http: hook,
   actions: {
     increment: [increment, 'integer'],
     get,

@@ -3,6 +3,7 @@ checks, state, database errors, the queue under every policy, schedules,
 broadcasts and calls. tests/conformance/SPEC.md says what each action does.
 """
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
@@ -234,6 +235,24 @@ def http_get(url: str):
     except http.Failed as e:
         return {"error": "failed", "message": e.message}
     return {"status": answer.status, "body": answer.text()}
+
+
+@http.handler
+def hook(request: http.Incoming) -> http.Reply:
+    count = increment(1)
+    if request.path == "/fail":
+        raise burrow.Error("planned", "counted, then failed")
+    return http.Reply(
+        201,
+        [("content-type", "application/json"), ("x-conformance", "yes")],
+        json.dumps({
+            "count": count,
+            "method": request.method,
+            "path": request.path,
+            "body": request.text(),
+            "signature": request.header("x-signature"),
+        }),
+    )
 
 
 burrow.action(get_state, name="state")

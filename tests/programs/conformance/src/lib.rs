@@ -381,3 +381,25 @@ burrow_sdk::actor! {
     ],
     internal(from_actors = false): [secret],
 }
+
+/// The HTTP handler: counts one, then answers `201` with the count and
+/// what came; `/fail` counts, then panics (the count is rolled back).
+fn hook(request: http::Incoming) -> http::Reply {
+    let count = increment(1).expect("the counter table exists");
+    if request.path == "/fail" {
+        panic!("counted, then failed");
+    }
+    http::Reply::json(
+        201,
+        &json!({
+            "count": count,
+            "method": request.method,
+            "path": request.path,
+            "body": request.text(),
+            "signature": request.header("x-signature"),
+        }),
+    )
+    .header("x-conformance", "yes")
+}
+
+burrow_sdk::http_handler!(hook);
