@@ -125,6 +125,40 @@ fn read_schema(path: &Path) -> rusqlite::Result<i64> {
     conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
 }
 
+/// A reader that went away before the output came (`burrow inspect ... |
+/// grep -q`) ends the command with its own exit code, not a panic.
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+    let out = burrow(
+        &manifest,
+        &["call", "counter", "c1", "increment", "[5]", "--local"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    for args in [
+        &["inspect", "counter", "c1"][..],
+        &["call", "counter", "c1", "get", "--local"],
+        &["call", "counter", "c1", "nope", "--local", "--json"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(BURROW)
+            .arg("--manifest")
+            .arg(&manifest)
+            .args(args)
+            .env("BURROW_LOG", "warn")
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let expected = if args.get(3) == Some(&"nope") { 3 } else { 0 };
+        assert_eq!(out.status.code(), Some(expected), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn serve_call_restart_and_call_again() {
     let dir = tempfile::tempdir().unwrap();

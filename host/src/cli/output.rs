@@ -90,20 +90,25 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+/// Writes `text` and a newline on stdout. A reader that went away (`burrow
+/// inspect ... | grep -q`) is not an error of the command: what it did
+/// stands, and its exit code says so.
+fn say(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
 /// Prints a command's output (or its failure) on stdout, as JSON with
 /// `json`, and returns the process's exit code.
 pub(super) fn print(json: bool, outcome: Result<Option<Value>, Failure>) -> ExitCode {
     match outcome {
         Ok(Some(output)) => {
             if json {
-                println!("{}", json!({ "result": output }));
+                say(json!({ "result": output }));
             } else {
                 match output {
-                    Value::String(s) => println!("{s}"),
-                    other => println!(
-                        "{}",
-                        serde_json::to_string_pretty(&other).unwrap_or_default()
-                    ),
+                    Value::String(s) => say(s),
+                    other => say(serde_json::to_string_pretty(&other).unwrap_or_default()),
                 }
             }
             ExitCode::SUCCESS
@@ -111,10 +116,7 @@ pub(super) fn print(json: bool, outcome: Result<Option<Value>, Failure>) -> Exit
         Ok(None) => ExitCode::SUCCESS,
         Err(failure) => {
             if json {
-                println!(
-                    "{}",
-                    json!({ "error": { "code": failure.code, "message": failure.message } })
-                );
+                say(json!({ "error": { "code": failure.code, "message": failure.message } }));
             } else {
                 eprintln!("error: {}", failure.message);
             }
