@@ -2,9 +2,12 @@
 # Sets up Burrow, builds the example actors, starts the host on its embedded
 # default (SQLite files under ./.burrow), calls the counter in Rust, Python
 # and JavaScript, runs a 20-step workflow, runs the payment workflow in
-# Rust, Python and JavaScript (one card paid, one declined into manual
-# review), sets a reminder, watches a chat room, transfers between two
-# accounts, restarts the host and shows that the counts survived.
+# Rust, Python and JavaScript against a small local payment provider
+# (scripts/provider.py: one card paid, one declined into manual review,
+# through real HTTP requests), has the provider settle a payment through
+# the actor's own HTTP handler (a webhook), sets a reminder, watches a
+# chat room, transfers between two accounts, restarts the host and shows
+# that the counts survived.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +27,7 @@ fi
 "$burrow" build
 
 url=http://127.0.0.1:7878
+server=""
 serve() {
     "$burrow" serve &
     server=$!
@@ -40,7 +44,14 @@ stop() {
     kill "$server"
     wait "$server"
 }
-trap 'kill "$server" 2>/dev/null || true' EXIT
+# The payment provider the payment actors may reach (burrow.toml lists
+# http://127.0.0.1:9300 for them).
+provider_log=$(mktemp)
+python3 scripts/provider.py --port 9300 >"$provider_log" &
+provider=$!
+trap 'kill "$server" "$provider" 2>/dev/null || true; rm -f "$provider_log"' EXIT
+for _ in $(seq 1 100); do grep -q listening "$provider_log" && break; sleep 0.1; done
+grep listening "$provider_log" || { echo "the payment provider did not start (is port 9300 taken?)" >&2; exit 1; }
 
 serve
 for actor in counter counter-py counter-js; do
@@ -60,19 +71,36 @@ done
 "$burrow" call stepper "$workflow" count
 
 run=$(date +%s)
+completed() {
+    for _ in $(seq 1 300); do
+        "$burrow" inspect "$1" "$2" --history | grep -q '"status": "completed"' && return
+        sleep 0.1
+    done
+    echo "$1/$2 did not complete" >&2
+    exit 1
+}
 for actor in payment payment-py payment-js; do
-    echo "==> $actor: a paid order and a declined one ($run)"
+    echo "==> $actor: a paid order and a declined one ($run), charged at the provider"
     "$burrow" create "$actor" "paid-$run" "{\"order\": \"paid-$run\"}"
-    "$burrow" create "$actor" "declined-$run" "{\"order\": \"declined-$run\", \"declined\": true}"
+    "$burrow" create "$actor" "declined-$run" "{\"order\": \"declined-$run\", \"card\": \"4000 0000 0000 0002\"}"
     for key in "paid-$run" "declined-$run"; do
         # The declined card is retried 3 times with backoff first.
-        for _ in $(seq 1 200); do
-            "$burrow" inspect "$actor" "$key" --history | grep -q '"status": "completed"' && break
-            sleep 0.1
-        done
+        completed "$actor" "$key"
         "$burrow" call "$actor" "$key" get_state
     done
 done
+echo "==> the provider's charges, and its requests per order (4 attempts of the declined card each)"
+curl -fsS http://127.0.0.1:9300/charges; echo
+curl -fsS http://127.0.0.1:9300/requests; echo
+
+echo "==> payment: the provider settles by calling the actor's HTTP handler back (a webhook)"
+hook="$url/actors/payment/settled-$run/http/settled"
+"$burrow" create payment "settled-$run" "{\"order\": \"settled-$run\", \"callback\": \"$hook\"}"
+"$burrow" inspect payment "settled-$run" --history | grep -E '^  "(status|waiting_on)"'
+echo "a forged settlement is refused by the actor:"
+curl -sS -X POST "$hook" -H 'x-signature: 00' -d '{"id": "ch_0", "status": "settled"}'; echo
+completed payment "settled-$run"
+"$burrow" call payment "settled-$run" get_state
 
 echo "==> reminder: a schedule that fires once, 1 s from now"
 "$burrow" call reminder "$run" remind '["stretch", 1000]'

@@ -8,7 +8,7 @@ use burrow::manifest::ActorSpec;
 use burrow::{SendOptions, SendOutcome};
 use serde_json::{Value, json};
 
-use crate::support::{call, eventually, js_actor, programs, restart, start};
+use crate::support::{Server, call, eventually, js_actor, programs, restart, start};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -223,26 +223,90 @@ async fn workflow_done(
     .await
 }
 
-/// The payment workflow's test body, for the Rust and the Python payment.
+/// `scripts/provider.py`, the examples' payment provider, on a free port
+/// of 127.0.0.1: stopped when dropped.
+pub(crate) struct PaymentProvider {
+    child: std::process::Child,
+    pub(crate) url: String,
+}
+
+impl PaymentProvider {
+    pub(crate) fn start() -> PaymentProvider {
+        use std::io::BufRead;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/provider.py");
+        let mut child = std::process::Command::new("python3")
+            .args([script, "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs scripts/provider.py");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("provider listening on ")
+            .unwrap_or_else(|| panic!("the provider said {line:?}"))
+            .to_owned();
+        PaymentProvider { child, url }
+    }
+
+    /// What the provider says at `path` (`/charges`, `/requests`).
+    pub(crate) async fn get(&self, path: &str) -> Value {
+        reqwest::get(format!("{}{path}", self.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for PaymentProvider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `payment` allowed to reach `provider`.
+fn paying(mut payment: ActorSpec, provider: &PaymentProvider) -> ActorSpec {
+    payment.options.http =
+        burrow::outbound::Allowed::parse(std::slice::from_ref(&provider.url)).unwrap();
+    payment
+}
+
+const DECLINED: &str = "4000 0000 0000 0002";
+
+/// The payment workflow's test body, for the payment of each language:
+/// one card charged at the provider, one declined into manual review, the
+/// same idempotency key in every attempt.
 async fn declined_payment_goes_to_manual_review(payment: ActorSpec) {
+    let provider = PaymentProvider::start();
     let name = payment.name.clone();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &[payment]).await;
-    host.create(&name, "ok", &json!({"order": "order-1"}).to_string())
+    let host = start(dir.path(), &[paying(payment, &provider)]).await;
+    let order = |order: &str, card: Option<&str>| {
+        let mut input = json!({"order": order, "provider": provider.url});
+        if let Some(card) = card {
+            input["card"] = card.into();
+        }
+        input.to_string()
+    };
+    host.create(&name, "ok", &order("order-1", None))
         .await
         .unwrap();
-    host.create(
-        &name,
-        "declined",
-        &json!({"order": "order-2", "declined": true}).to_string(),
-    )
-    .await
-    .unwrap();
+    host.create(&name, "declined", &order("order-2", Some(DECLINED)))
+        .await
+        .unwrap();
     let paid = workflow_done(&host, &name, "ok").await;
     assert_eq!(paid.record.output.as_deref(), Some("\"paid\""));
+    let charges = provider.get("/charges").await;
+    assert_eq!(charges.as_array().unwrap().len(), 1, "{charges}");
+    assert_eq!(charges[0]["order"], "order-1");
     assert_eq!(
         call(&host, &name, "ok", "get_state", "[]").await,
-        json!({"status": "paid", "reason": null, "charge": "charge-order-1"})
+        json!({"status": "paid", "reason": null, "charge": charges[0]["id"]})
     );
     let review = workflow_done(&host, &name, "declined").await;
     assert_eq!(review.record.output.as_deref(), Some("\"manual-review\""));
@@ -254,6 +318,9 @@ async fn declined_payment_goes_to_manual_review(payment: ActorSpec) {
     let state = call(&host, &name, "declined", "get_state", "[]").await;
     assert_eq!(state["status"], "manual-review");
     assert_eq!(state["reason"], "the card for order-2 was declined");
+    // One request for the paid order; one per attempt for the declined.
+    let requests = provider.get("/requests").await;
+    assert_eq!(requests, json!({"order-1": 1, "order-2": 4}));
     host.shutdown().await;
 }
 
@@ -270,6 +337,51 @@ async fn a_declined_python_payment_goes_to_manual_review() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_declined_javascript_payment_goes_to_manual_review() {
     declined_payment_goes_to_manual_review(js_actor("payment-js", programs::PAYMENT_JS)).await;
+}
+
+/// The provider settles a charge by calling the instance's own HTTP
+/// handler back; the handler checks the signature and queues the
+/// settlement, which the waiting workflow takes. A forged settlement is
+/// refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settlement_calls_the_payment_back_and_wakes_its_workflow() {
+    let provider = PaymentProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut payment = paying(ActorSpec::new("payment", programs::PAYMENT), &provider);
+    payment.options.public_http = true;
+    let host = start(dir.path(), &[payment]).await;
+    let server = Server::start(host.clone()).await;
+    let hook = format!("{}/actors/payment/hooked/http/settled", server.url);
+
+    let input = json!({"order": "order-3", "provider": provider.url, "callback": hook});
+    host.create("payment", "hooked", &input.to_string())
+        .await
+        .unwrap();
+    // A forged settlement, while the workflow waits: no signature, then
+    // a wrong one.
+    let http = reqwest::Client::new();
+    for signature in [None, Some("00ff")] {
+        let mut forged = http
+            .post(&hook)
+            .body(r#"{"id": "ch_1", "status": "settled"}"#);
+        if let Some(signature) = signature {
+            forged = forged.header("x-signature", signature);
+        }
+        let answer = forged.send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), 401);
+    }
+
+    let done = workflow_done(&host, "payment", "hooked").await;
+    assert_eq!(done.record.output.as_deref(), Some("\"paid\""));
+    let state = call(&host, "payment", "hooked", "get_state", "[]").await;
+    assert_eq!(state["status"], "paid");
+    let charges = provider.get("/charges").await;
+    assert_eq!(charges[0]["status"], "settled", "{charges}");
+    assert_eq!(state["charge"], charges[0]["id"]);
+    // The workflow took the settlement from its queue: nothing is left.
+    assert_eq!(host.queue("payment", "hooked").unwrap().pending_count, 0);
+    server.stop().await;
+    host.shutdown().await;
 }
 
 /// The stepper's test body: counts to N, each step once, then after a
