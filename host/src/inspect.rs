@@ -64,6 +64,10 @@ pub struct WorkflowView {
     pub history: Vec<HistoryEntry>,
     /// Entries in history, in all.
     pub history_len: i64,
+    /// The outgoing HTTP requests of the steps among `history`, by the
+    /// step's location, in the order they were sent (each step's last
+    /// [`MAX_STEP_REQUESTS`](crate::storage::workflow::MAX_STEP_REQUESTS)).
+    pub requests: std::collections::BTreeMap<String, Vec<workflow_db::StepRequestRow>>,
 }
 
 /// An instance's queue: its policy, the first pending events and the dead
@@ -335,6 +339,7 @@ fn read_workflow(conn: &Connection) -> rusqlite::Result<Option<WorkflowView>> {
         record,
         history: workflow_db::history(conn, INSPECT_ROWS)?,
         history_len: workflow_db::history_len(conn)?,
+        requests: workflow_db::requests(conn, INSPECT_ROWS)?,
     }))
 }
 

@@ -461,7 +461,19 @@ function timelineTree(history) {
   return roots;
 }
 
-function entryItem(node) {
+// A step's outgoing HTTP requests, attempt by attempt.
+function requestList(requests) {
+  return el("ul", { class: "requests" }, requests.map((r) => {
+    const answer = r.status !== null ? String(r.status) : r.outcome;
+    const took = r.duration_ms !== null ? ` · ${r.duration_ms} ms` : "";
+    return el("li", { class: r.outcome === "answered" ? "" : "error-text" },
+      el("span", { class: "muted" }, `#${r.attempt} `),
+      el("span", { class: "mono" }, `${r.method} ${r.authority}`),
+      ` → ${answer}${took}`);
+  }));
+}
+
+function entryItem(node, requests) {
   const e = node.entry;
   const rollback = e.kind === "step" && e.name.startsWith("rollback ");
   const meta = [];
@@ -481,6 +493,7 @@ function entryItem(node) {
       el("span", { class: "muted mono" }, `@${e.location}`)),
     meta.length ? el("div", { class: "entry-meta" }, meta.join(" · ")) : null,
     e.error ? el("div", { class: "entry-meta" }, el("span", { class: "error-text" }, `${e.error_code ? e.error_code + ": " : ""}${e.error}`)) : null,
+    requests[e.location] ? requestList(requests[e.location]) : null,
     e.output !== null && e.kind !== "race" ? el("details", {}, el("summary", {}, e.kind === "loop" && e.status !== "done" ? "carried state" : "output"), el("pre", {}, prettyText(e.output))) : null,
   );
   if (node.scopes.size) {
@@ -490,7 +503,7 @@ function entryItem(node) {
       const label = e.kind === "loop" ? `iteration ${index}` : `branch ${index}${winner ? " · winner" : ""}`;
       scopes.appendChild(el("div", { class: `scope${winner ? " winner" : ""}` },
         el("div", { class: "scope-label" }, label),
-        el("ol", { class: "timeline" }, children.map(entryItem))));
+        el("ol", { class: "timeline" }, children.map((child) => entryItem(child, requests)))));
     }
     item.appendChild(scopes);
   }
@@ -522,7 +535,7 @@ async function workflowView(body, actor, key) {
         view.error ? [el("dt", {}, "error"), el("dd", {}, el("pre", { class: "error-text" }, view.error))] : null),
       el("h2", {}, "Timeline"),
       view.history.length
-        ? el("ol", { class: "timeline", id: "timeline" }, timelineTree(view.history).map(entryItem))
+        ? el("ol", { class: "timeline", id: "timeline" }, timelineTree(view.history).map((node) => entryItem(node, view.requests ?? {})))
         : el("p", { class: "muted" }, "Nothing recorded yet."),
       view.history_len > view.history.length ? el("p", { class: "muted" }, `The first ${view.history.length} of ${view.history_len} entries.`) : null,
       el("p", { class: "muted" }, live ? "Following the workflow: this view refreshes every second." : "The workflow is over."),

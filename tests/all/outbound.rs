@@ -341,6 +341,42 @@ async fn orchestration_code_gets_not_in_step_and_a_step_sends_once_per_attempt()
         assert_eq!(charge.body, r#"{"amount":1200}"#);
     }
 
+    // The workflow view shows the step's requests, attempt by attempt.
+    let view = host.workflow(ACTOR, "paid").unwrap();
+    let location = &view
+        .history
+        .iter()
+        .find(|e| e.name == "charge")
+        .unwrap()
+        .location;
+    let requests = &view.requests[location];
+    let seen: Vec<(i64, &str, &str, Option<i64>, &str)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r.attempt,
+                r.method.as_str(),
+                r.authority.as_str(),
+                r.status,
+                r.outcome.as_str(),
+            )
+        })
+        .collect();
+    let authority = format!("http://127.0.0.1:{}", provider.port);
+    assert_eq!(
+        seen,
+        [
+            (1, "POST", authority.as_str(), Some(500), "answered"),
+            (2, "POST", authority.as_str(), Some(500), "answered"),
+            (3, "POST", authority.as_str(), Some(200), "answered"),
+        ],
+        "{requests:?}"
+    );
+    assert!(requests.iter().all(|r| r.duration_ms.is_some()));
+    // Orchestration code's refused request is no step's.
+    let outside = host.workflow(ACTOR, "outside").unwrap();
+    assert!(outside.requests.is_empty(), "{:?}", outside.requests);
+
     // Another workflow's step has its own key.
     create(&host, "second", json!({"charge": provider.url("/charge")})).await;
     let second = finished(&host, "second").await;

@@ -623,14 +623,16 @@ impl Inspector {
 /// A key, state and rows that would run script if they were markup.
 const HOSTILE: &str = "<img src=x onerror=\"window.pwned=true\">";
 
-fn browser_actors() -> Vec<ActorSpec> {
+fn browser_actors(provider: &crate::provider::Provider) -> Vec<ActorSpec> {
     let mut jobs = queue_probe();
     jobs.options.queue_max_attempts = 2;
+    let mut stepper = ActorSpec::new("stepper", programs::STEPPER);
+    stepper.options.http = burrow::outbound::Allowed::parse(&[provider.authority()]).unwrap();
     vec![
         counter(),
         probe(),
         jobs,
-        ActorSpec::new("stepper", programs::STEPPER),
+        stepper,
         ActorSpec::new("fulfillment", programs::FULFILLMENT),
         chat_room(),
     ]
@@ -641,7 +643,8 @@ async fn the_inspector_in_a_browser() {
     let begun = Instant::now();
     let driver = Driver::start();
     let dir = tempfile::tempdir().unwrap();
-    let host = start(dir.path(), &browser_actors()).await;
+    let provider = crate::provider::Provider::start();
+    let host = start(dir.path(), &browser_actors(&provider)).await;
 
     // What there is to see: counters, a probe with a state, schedules and
     // a table of hostile rows under a hostile key, a dead letter, an order
@@ -827,7 +830,10 @@ async fn the_inspector_in_a_browser() {
 
     // A workflow followed to completion on its timeline: it sleeps, then
     // takes one more step while the page refreshes by itself.
-    host.create("stepper", "demo", r#"{"steps": 3, "then_sleep_ms": 4000}"#)
+    // Each step POSTs to the test's server first: the timeline shows the
+    // requests.
+    let plan = json!({"steps": 3, "then_sleep_ms": 4000, "post": provider.url("/ok")});
+    host.create("stepper", "demo", &plan.to_string())
         .await
         .unwrap();
     ui.open("/i/stepper/demo/workflow").await;
@@ -843,7 +849,8 @@ async fn the_inspector_in_a_browser() {
     .await;
     assert_eq!(ui.text("#workflow-output").await, "4");
     let steps = ui.text("#timeline").await;
-    for name in ["step-0", "step-2", "rest", "after-rest"] {
+    let request = format!("POST http://127.0.0.1:{} → 200", provider.port);
+    for name in ["step-0", "step-2", "rest", "after-rest", request.as_str()] {
         assert!(
             steps.contains(name),
             "{name} is not on the timeline: {steps}"

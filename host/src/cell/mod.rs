@@ -185,6 +185,7 @@ impl Cell {
                 state.deadline.clone(),
                 outbound,
                 awake.1.clone(),
+                state.http.sending.clone(),
             ));
             state.http.metrics = Some(awake.1.clone());
         }

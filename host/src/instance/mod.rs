@@ -12,7 +12,7 @@ pub(crate) mod output;
 pub(crate) mod outside;
 pub(crate) mod workflow_run;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
@@ -82,6 +82,28 @@ pub(crate) struct HttpContext {
     pub(crate) hooks: Box<dyn WasiHttpHooks>,
     /// Where requests refused at the import are counted.
     pub(crate) metrics: Option<Arc<crate::metrics::ActorMetrics>>,
+    /// The requests the open workflow step sent so far, in order: kept
+    /// with the step's history entry (see `capability/workflow/step.rs`).
+    pub(crate) step_requests: Vec<Arc<Mutex<StepRequest>>>,
+    /// The record of the request being sent, handed from the import to
+    /// the hooks, which fill it in as the request goes.
+    pub(crate) sending: Arc<Mutex<Option<Arc<Mutex<StepRequest>>>>>,
+}
+
+/// One outgoing request of a workflow step, as the step's history shows
+/// it.
+#[derive(Debug, Clone)]
+pub(crate) struct StepRequest {
+    pub(crate) method: String,
+    /// `scheme://host[:port]`, as the guest gave it.
+    pub(crate) authority: String,
+    /// The answer's status, once its head came.
+    pub(crate) status: Option<u16>,
+    /// As `burrow_outbound_requests_total` counts it (`answered`,
+    /// `denied`, `timeout`, ...), or `in-flight` while it goes.
+    pub(crate) outcome: &'static str,
+    /// From the request to its answer's head, or to its failure.
+    pub(crate) duration_ms: Option<u64>,
 }
 
 impl Default for HttpContext {
@@ -92,6 +114,8 @@ impl Default for HttpContext {
             ctx: WasiHttpCtx::new(),
             hooks: Box::new(NoOutgoingRequests),
             metrics: None,
+            step_requests: Vec::new(),
+            sending: Arc::default(),
         }
     }
 }

@@ -9,6 +9,11 @@
 //! iteration 17 of the loop at `3`, `5/1/2` for the third position of
 //! branch 1 of the join at `5`. A step's entry is written in the
 //! transaction that commits the step's own writes.
+//!
+//! `_burrow_workflow_requests` holds the outgoing HTTP requests of steps
+//! (method, authority, status, outcome, duration), written with the
+//! entry of the attempt that sent them, the last [`MAX_STEP_REQUESTS`]
+//! per step: the inspector's timeline shows them.
 
 use super::sandbox::host_statement;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -43,6 +48,136 @@ CREATE TABLE IF NOT EXISTS main._burrow_workflow_history (
     updated_at INTEGER NOT NULL
 );
 ";
+
+/// At most this many outgoing requests of one step are recorded per
+/// attempt, and kept per step (the last ones).
+pub(crate) const MAX_STEP_REQUESTS: usize = 32;
+
+/// The outgoing HTTP requests of steps, made when a step first records
+/// one (instances made before it have no such table until then).
+const REQUESTS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS main._burrow_workflow_requests (
+    seq INTEGER PRIMARY KEY,
+    location TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    authority TEXT NOT NULL,
+    status INTEGER,
+    outcome TEXT NOT NULL,
+    duration_ms INTEGER,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS main._burrow_workflow_requests_location
+    ON _burrow_workflow_requests (location, seq);
+";
+
+/// One outgoing request of a step's attempt, as the workflow view shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRequestRow {
+    /// The attempt that sent it.
+    pub attempt: i64,
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// `scheme://host[:port]`.
+    pub authority: String,
+    /// The answer's status, if one came.
+    pub status: Option<i64>,
+    /// `answered`, `denied`, `timeout`, `too-large`, `failed`, ... or
+    /// `in-flight` (the step ended before it did).
+    pub outcome: String,
+    /// From the request to its answer's head, or to its failure.
+    pub duration_ms: Option<i64>,
+    /// When the attempt that sent it ended (ms since the Unix epoch).
+    pub at: i64,
+}
+
+/// Whether the requests' table exists.
+fn has_requests(conn: &Connection) -> rusqlite::Result<bool> {
+    host_statement(
+        conn,
+        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow_requests'",
+    )?
+    .exists([])
+}
+
+/// Records the requests an attempt of the step at `location` sent, and
+/// keeps the step's last [`MAX_STEP_REQUESTS`].
+pub(crate) fn record_requests(
+    conn: &Connection,
+    location: &str,
+    rows: &[StepRequestRow],
+) -> rusqlite::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    if !has_requests(conn)? {
+        conn.execute_batch(REQUESTS_SCHEMA)?;
+    }
+    let mut insert = host_statement(
+        conn,
+        "INSERT INTO main._burrow_workflow_requests
+         (location, attempt, method, authority, status, outcome, duration_ms, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )?;
+    for r in rows {
+        insert.execute(params![
+            location,
+            r.attempt,
+            r.method,
+            r.authority,
+            r.status,
+            r.outcome,
+            r.duration_ms,
+            r.at
+        ])?;
+    }
+    host_statement(
+        conn,
+        "DELETE FROM main._burrow_workflow_requests WHERE location = ?1 AND seq NOT IN
+         (SELECT seq FROM main._burrow_workflow_requests WHERE location = ?1
+          ORDER BY seq DESC LIMIT ?2)",
+    )?
+    .execute(params![location, MAX_STEP_REQUESTS as i64])?;
+    Ok(())
+}
+
+/// The recorded requests of the first `limit` entries of the history, by
+/// location, in the order they were sent.
+pub(crate) fn requests(
+    conn: &Connection,
+    limit: usize,
+) -> rusqlite::Result<std::collections::BTreeMap<String, Vec<StepRequestRow>>> {
+    let mut by_location = std::collections::BTreeMap::<String, Vec<StepRequestRow>>::new();
+    if !has_requests(conn)? {
+        return Ok(by_location);
+    }
+    let mut select = host_statement(
+        conn,
+        "SELECT location, attempt, method, authority, status, outcome, duration_ms, at
+         FROM main._burrow_workflow_requests WHERE location IN
+         (SELECT location FROM main._burrow_workflow_history ORDER BY seq LIMIT ?)
+         ORDER BY seq",
+    )?;
+    let rows = select.query_map([limit as i64], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            StepRequestRow {
+                attempt: r.get(1)?,
+                method: r.get(2)?,
+                authority: r.get(3)?,
+                status: r.get(4)?,
+                outcome: r.get(5)?,
+                duration_ms: r.get(6)?,
+                at: r.get(7)?,
+            },
+        ))
+    })?;
+    for row in rows {
+        let (location, request) = row?;
+        by_location.entry(location).or_default().push(request);
+    }
+    Ok(by_location)
+}
 
 /// Where a workflow is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -388,6 +523,14 @@ pub(crate) fn delete_under(
     keep: Option<&str>,
 ) -> rusqlite::Result<usize> {
     // Locations hold digits and `/` only, so the prefixes need no escaping.
+    if has_requests(conn)? {
+        host_statement(
+            conn,
+            "DELETE FROM main._burrow_workflow_requests
+             WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
+        )?
+        .execute(params![prefix, keep])?;
+    }
     host_statement(
         conn,
         "DELETE FROM main._burrow_workflow_history
@@ -423,6 +566,52 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(SCHEMA).unwrap();
         conn
+    }
+
+    #[test]
+    fn a_steps_requests_are_kept_by_location_the_last_ones_only() {
+        let conn = db();
+        assert!(requests(&conn, 10).unwrap().is_empty());
+        for location in ["0", "1/3/0"] {
+            let mut e = HistoryEntry {
+                location: location.into(),
+                kind: EntryKind::Step,
+                name: "charge".into(),
+                status: EntryStatus::Done,
+                output: None,
+                failure_kind: None,
+                error_code: None,
+                error: None,
+                attempts: 1,
+                wake_at: None,
+                updated_at: 1,
+            };
+            put_entry(&conn, &e).unwrap();
+            e.attempts = 2;
+            put_entry(&conn, &e).unwrap();
+        }
+        let row = |attempt: i64, status: Option<i64>| StepRequestRow {
+            attempt,
+            method: "POST".into(),
+            authority: "https://pay.example.com".into(),
+            status,
+            outcome: "answered".into(),
+            duration_ms: Some(3),
+            at: 5,
+        };
+        record_requests(&conn, "0", &[row(1, Some(500))]).unwrap();
+        let many: Vec<StepRequestRow> = (0..40).map(|_| row(2, Some(200))).collect();
+        record_requests(&conn, "0", &many).unwrap();
+        record_requests(&conn, "1/3/0", &[row(1, None)]).unwrap();
+        let by_location = requests(&conn, 10).unwrap();
+        assert_eq!(by_location["0"].len(), MAX_STEP_REQUESTS);
+        assert!(by_location["0"].iter().all(|r| r.attempt == 2));
+        assert_eq!(by_location["1/3/0"], [row(1, None)]);
+        // A loop's iterations deleted take their requests with them.
+        delete_under(&conn, "1/", None).unwrap();
+        let by_location = requests(&conn, 10).unwrap();
+        assert!(!by_location.contains_key("1/3/0"));
+        assert!(by_location.contains_key("0"));
     }
 
     #[test]

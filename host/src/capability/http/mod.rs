@@ -23,7 +23,7 @@
 
 mod send;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -39,9 +39,10 @@ use crate::config::{
     OUTBOUND_CONNECT_TIMEOUT, OUTBOUND_FIRST_BYTE_TIMEOUT,
 };
 use crate::deadline::Deadline;
-use crate::instance::{InstanceState, Mode, Refusal};
+use crate::instance::{InstanceState, Mode, Refusal, StepRequest};
 use crate::metrics::ActorMetrics;
 use crate::outbound::{Allowed, Listed, Scheme};
+use crate::storage::workflow::MAX_STEP_REQUESTS;
 
 /// The name of the import, in refusals.
 const HANDLE: &str = "wasi:http/outgoing-handler.handle";
@@ -102,7 +103,66 @@ pub(crate) fn handle(
         .check_reaching_outside(HANDLE)
         .map_err(HttpError::trap)?;
     state.effects.reached_outside = true;
-    outgoing_handler::Host::handle(&mut state.http(), request, options)
+    let record = (state.mode == Mode::Step).then(|| step_request(state, &request));
+    if let Some(record) = &record {
+        *state.http.sending.lock().unwrap_or_else(|e| e.into_inner()) = Some(record.clone());
+    }
+    let handled = outgoing_handler::Host::handle(&mut state.http(), request, options);
+    // Still there: the crate refused the request before the hooks saw it
+    // (a bad URI, a body of the wrong form).
+    let unsent = state
+        .http
+        .sending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(unsent) = unsent {
+        unsent.lock().unwrap_or_else(|e| e.into_inner()).outcome = "invalid";
+    }
+    handled
+}
+
+/// A record of `request` among the open step's, if the step has room for
+/// one more ([`MAX_STEP_REQUESTS`]); else a record kept nowhere.
+fn step_request(
+    state: &mut InstanceState,
+    request: &Resource<HostOutgoingRequest>,
+) -> Arc<Mutex<StepRequest>> {
+    let (method, authority) = match state.http().table.get(request) {
+        Ok(r) => {
+            let method = match &r.method {
+                types::Method::Get => "GET".to_owned(),
+                types::Method::Head => "HEAD".to_owned(),
+                types::Method::Post => "POST".to_owned(),
+                types::Method::Put => "PUT".to_owned(),
+                types::Method::Delete => "DELETE".to_owned(),
+                types::Method::Connect => "CONNECT".to_owned(),
+                types::Method::Options => "OPTIONS".to_owned(),
+                types::Method::Trace => "TRACE".to_owned(),
+                types::Method::Patch => "PATCH".to_owned(),
+                types::Method::Other(other) => other.clone(),
+            };
+            let scheme = match &r.scheme {
+                Some(types::Scheme::Http) | None => "http".to_owned(),
+                Some(types::Scheme::Https) => "https".to_owned(),
+                Some(types::Scheme::Other(other)) => other.clone(),
+            };
+            let authority = format!("{scheme}://{}", r.authority.as_deref().unwrap_or(""));
+            (method, authority)
+        }
+        Err(_) => ("?".to_owned(), String::new()),
+    };
+    let record = Arc::new(Mutex::new(StepRequest {
+        method: crate::instance::output::failure_text(&method),
+        authority: crate::instance::output::failure_text(&authority),
+        status: None,
+        outcome: "in-flight",
+        duration_ms: None,
+    }));
+    if state.http.step_requests.len() < MAX_STEP_REQUESTS {
+        state.http.step_requests.push(record.clone());
+    }
+    record
 }
 
 /// What every instance of a host shares for its outgoing requests: the
@@ -133,6 +193,9 @@ pub(crate) struct Hooks {
     in_flight: Arc<Semaphore>,
     host: Arc<Outbound>,
     metrics: Arc<ActorMetrics>,
+    /// The record of a step's request, put there by the import
+    /// ([`HttpContext::sending`](crate::instance::HttpContext)).
+    sending: Arc<Mutex<Option<Arc<Mutex<StepRequest>>>>>,
 }
 
 impl Hooks {
@@ -142,6 +205,7 @@ impl Hooks {
         deadline: Deadline,
         host: Arc<Outbound>,
         metrics: Arc<ActorMetrics>,
+        sending: Arc<Mutex<Option<Arc<Mutex<StepRequest>>>>>,
     ) -> Hooks {
         Hooks {
             actor,
@@ -152,6 +216,7 @@ impl Hooks {
             in_flight: Arc::new(Semaphore::new(MAX_OUTBOUND_PER_INSTANCE)),
             host,
             metrics,
+            sending,
         }
     }
 
@@ -291,18 +356,31 @@ impl WasiHttpHooks for Hooks {
     ) -> Box<dyn Future<Output = Sent> + Send> {
         let metrics = self.metrics.clone();
         let began = Instant::now();
+        let record = self
+            .sending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let ended = move |outcome: &'static str, status: Option<u16>| {
+            metrics.outbound_ended(outcome, began.elapsed());
+            if let Some(record) = &record {
+                let mut record = record.lock().unwrap_or_else(|e| e.into_inner());
+                record.outcome = outcome;
+                record.status = status;
+                record.duration_ms = Some(began.elapsed().as_millis() as u64);
+            }
+        };
         match self.admit(&request, options) {
             Ok(plan) => Box::new(async move {
                 let sent = send::send(request, plan).await;
-                let outcome = match &sent {
-                    Ok(_) => "answered",
-                    Err(e) => outcome(e),
-                };
-                metrics.outbound_ended(outcome, began.elapsed());
+                match &sent {
+                    Ok((response, _)) => ended("answered", Some(response.status().as_u16())),
+                    Err(e) => ended(outcome(e), None),
+                }
                 sent
             }),
             Err(refused) => {
-                metrics.outbound_ended(outcome(&refused), began.elapsed());
+                ended(outcome(&refused), None);
                 Box::new(async move { Err(refused) })
             }
         }

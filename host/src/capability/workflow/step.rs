@@ -29,7 +29,9 @@ use crate::instance::workflow_run::{OpenStep, StepBatch};
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
 use crate::storage::instance_db::{Savepoint, now_ms};
 use crate::storage::queue::retry_delay;
-use crate::storage::workflow::{EntryKind, EntryStatus, HistoryEntry};
+use crate::storage::workflow::{
+    self as workflow_db, EntryKind, EntryStatus, HistoryEntry, StepRequestRow,
+};
 
 pub(super) fn begin_step(
     instance: &mut InstanceState,
@@ -91,6 +93,7 @@ pub(super) fn begin_step(
     }
     instance.db.enter(Savepoint::Step).map_err(storage_trap)?;
     instance.discard_effects();
+    instance.http.step_requests.clear();
     instance.deadline.start(timeout);
     instance.mode = Mode::Step;
     instance.run().open = Some(OpenStep {
@@ -183,6 +186,7 @@ impl InstanceState {
         entry.output = Some(output);
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
+        self.record_step_requests(open, entry.updated_at)?;
         self.db.keep(Savepoint::Step).map_err(storage_trap)?;
         let effects = std::mem::take(&mut self.effects);
         let run = self.run();
@@ -269,6 +273,29 @@ impl InstanceState {
         }
     }
 
+    /// Writes the requests the attempt of `open` sent, with its entry:
+    /// the inspector's timeline shows them.
+    fn record_step_requests(&mut self, open: &OpenStep, at: i64) -> wasmtime::Result<()> {
+        let rows: Vec<StepRequestRow> = self
+            .http
+            .step_requests
+            .drain(..)
+            .map(|request| {
+                let r = request.lock().unwrap_or_else(|e| e.into_inner());
+                StepRequestRow {
+                    attempt: open.attempt as i64,
+                    method: r.method.clone(),
+                    authority: r.authority.clone(),
+                    status: r.status.map(i64::from),
+                    outcome: r.outcome.to_owned(),
+                    duration_ms: r.duration_ms.map(|ms| ms as i64),
+                    at,
+                }
+            })
+            .collect();
+        workflow_db::record_requests(&self.db.conn, &open.location, &rows).map_err(storage_trap)
+    }
+
     /// Records a failed attempt of `open` (its transaction rolled back
     /// already): a retry after the step's backoff, or a terminal failure,
     /// which it returns.
@@ -301,6 +328,7 @@ impl InstanceState {
         entry.error = Some(failure_text(message));
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
+        self.record_step_requests(open, entry.updated_at)?;
         if let (Some(at), Some(run)) = (entry.wake_at, self.workflow.as_mut()) {
             run.wait_until(at, format!("the retry of step `{}`", open.name));
         }
