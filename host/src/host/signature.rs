@@ -9,8 +9,8 @@
 //! The signature is an HMAC-SHA256 over the method, the path and query,
 //! the forwarding host, the chain of calling instances, the caller, the
 //! time, a digest of the body and, for a request to an actor's HTTP
-//! handler, the headers it carries for the guest; it is valid for [`MAX_SKEW`] either side
-//! of the signing host's clock.
+//! handler, the headers it carries for the guest; it is valid for
+//! [`MAX_SKEW`] either side of the signing host's clock.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,7 +24,8 @@ pub const CALLER_HEADER: &str = "x-burrow-caller";
 /// `<milliseconds since the Unix epoch>.<hex HMAC>`.
 pub const SIGNATURE_HEADER: &str = "x-burrow-signature";
 /// The header that carries the headers of a forwarded request for an
-/// actor's HTTP handler: a JSON list of `[name, value]`, signed.
+/// actor's HTTP handler: a JSON list of `[name, hex of the value]`,
+/// signed.
 pub const HTTP_HEADERS_HEADER: &str = "x-burrow-http-headers";
 
 /// How far a signature's time may be from the clock of the host that

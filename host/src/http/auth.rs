@@ -244,6 +244,11 @@ impl Access {
     }
 }
 
+/// Put on a request for a public actor's HTTP handler that carries one
+/// of this server's API tokens: the handler does not see it.
+#[derive(Clone, Copy)]
+pub(super) struct BurrowToken;
+
 /// What a route needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Permission {
@@ -333,6 +338,13 @@ pub(super) async fn guard(
         let actor = route_actor(&mut request).await;
         if actor.is_some_and(|actor| guard.host.has_public_http(&actor)) {
             permission = Permission::Public;
+            // A public handler sees the sender's Authorization, but never
+            // a token of this server's.
+            if let Ok(Some(presented)) = bearer(request.headers())
+                && matches!(access.authenticate(&presented), Ok(Some(_)))
+            {
+                request.extensions_mut().insert(BurrowToken);
+            }
         }
     }
     if permission == Permission::Public {

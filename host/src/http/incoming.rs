@@ -20,6 +20,7 @@ use axum::extract::{OriginalUri, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 
+use super::auth::BurrowToken;
 use super::{ApiError, ApiResult, hop};
 use crate::caller::Caller;
 use crate::cell::{HttpAnswer, HttpRequest};
@@ -46,16 +47,15 @@ fn is_burrows(name: &HeaderName) -> bool {
     name.as_str().starts_with("x-burrow-")
 }
 
-/// The headers of a request that its handler sees.
-fn for_the_guest(headers: &HeaderMap, public: bool) -> HeaderMap {
+/// The headers of a request that its handler sees; `Authorization` only
+/// when it is the sender's own (a public actor's, and not an API token).
+fn for_the_guest(headers: &HeaderMap, sender_authorization: bool) -> HeaderMap {
     headers
         .iter()
         .filter(|(name, _)| {
             !HOP_BY_HOP.contains(&name.as_str())
                 && !is_burrows(name)
-                // The API token is Burrow's, unless the actor is public:
-                // then the header is the sender's own.
-                && (public || *name != axum::http::header::AUTHORIZATION)
+                && (sender_authorization || *name != axum::http::header::AUTHORIZATION)
         })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
@@ -75,21 +75,14 @@ fn guest_path(uri: &axum::http::Uri) -> String {
 }
 
 /// Headers as text for [`HTTP_HEADERS_HEADER`]: a JSON list of
-/// `[name, value]`. A value that is not visible ASCII text is refused.
-fn encode_headers(headers: &HeaderMap) -> Result<String, ApiError> {
-    let pairs: Vec<(&str, &str)> = headers
+/// `[name, hex of the value's bytes]` (a value may hold any byte a header
+/// may).
+fn encode_headers(headers: &HeaderMap) -> String {
+    let pairs: Vec<(&str, String)> = headers
         .iter()
-        .map(|(name, value)| {
-            value.to_str().map(|v| (name.as_str(), v)).map_err(|_| {
-                ApiError::new(
-                    400,
-                    "invalid-body",
-                    format!("the header `{name}` is not visible ASCII text"),
-                )
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(serde_json::to_string(&pairs).expect("strings serialize"))
+        .map(|(name, value)| (name.as_str(), hex::encode(value.as_bytes())))
+        .collect();
+    serde_json::to_string(&pairs).expect("strings serialize")
 }
 
 fn decode_headers(text: &str) -> Result<HeaderMap, ApiError> {
@@ -106,7 +99,8 @@ fn decode_headers(text: &str) -> Result<HeaderMap, ApiError> {
         .into_iter()
         .map(|(name, value)| {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| bad(e.to_string()))?;
-            let value = HeaderValue::from_str(&value).map_err(|e| bad(e.to_string()))?;
+            let bytes = hex::decode(&value).map_err(|e| bad(e.to_string()))?;
+            let value = HeaderValue::from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
             Ok((name, value))
         })
         .collect()
@@ -148,9 +142,13 @@ pub(super) async fn incoming(
             )
         })?;
     let hop = hop(&headers);
+    // The sender's own Authorization reaches a public handler, unless it
+    // is one of this server's tokens (the guard says so).
+    let sender_authorization =
+        host.has_public_http(actor) && parts.extensions.get::<BurrowToken>().is_none();
     let guest_headers = match (hop, headers.get(HTTP_HEADERS_HEADER)) {
         (Hop::Forwarded, Some(text)) => decode_headers(text.to_str().unwrap_or_default())?,
-        _ => for_the_guest(&headers, host.has_public_http(actor)),
+        _ => for_the_guest(&headers, sender_authorization),
     };
     let request = HttpRequest {
         method: method.clone(),
@@ -160,7 +158,7 @@ pub(super) async fn incoming(
         https,
     };
     let path_and_query = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    let http_headers = encode_headers(&request.headers)?;
+    let http_headers = encode_headers(&request.headers);
     let (host, caller, request, http_headers) = (&host, &caller, &request, &http_headers);
     let answer = host
         .route(
@@ -256,11 +254,11 @@ mod tests {
             names(for_the_guest(&headers, true)),
             ["authorization", "x-signature", "content-type"]
         );
-        let text = encode_headers(&for_the_guest(&headers, true))
-            .unwrap_or_else(|_| panic!("headers of text encode"));
-        assert_eq!(
-            names(decode_headers(&text).unwrap_or_else(|_| panic!("{text} decodes"))),
-            names(for_the_guest(&headers, true))
-        );
+        // Between hosts, every byte of every value goes as it came.
+        headers.append("x-bytes", HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        let guest = for_the_guest(&headers, true);
+        let text = encode_headers(&guest);
+        let decoded = decode_headers(&text).unwrap_or_else(|_| panic!("{text} decodes"));
+        assert_eq!(decoded, guest);
     }
 }
