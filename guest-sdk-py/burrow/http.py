@@ -333,21 +333,17 @@ def _read_body(types, streams, incoming):
     return b"".join(chunks)
 
 
-class Response:
-    """An answer: `status` (200, 404, ...), `headers` (a list of (name,
-    value) pairs, names in lowercase, in their order, values as text) and
-    `body` (bytes)."""
+class _Message:
+    """What an answer and a request for the handler share: headers as
+    (lowercase name, text) pairs in `headers` (bytes in `raw_headers`) and
+    a `body` of bytes."""
 
-    def __init__(self, status, headers, body):
-        self.status = status
+    _what = "message"
+
+    def __init__(self, headers, body):
         self.raw_headers = [(name.lower(), bytes(value)) for name, value in headers]
         self.headers = [(name, value.decode("utf-8", "replace")) for name, value in self.raw_headers]
         self.body = body
-
-    @property
-    def ok(self):
-        """Whether the status is 2xx."""
-        return 200 <= self.status < 300
 
     def header(self, name, default=None):
         """The first value of header `name` (any case), as text."""
@@ -366,7 +362,24 @@ class Response:
         try:
             return _json.loads(self.body)
         except ValueError as e:
-            raise _errors.Error("json", f"the answer's body is not JSON: {e}") from None
+            raise _errors.Error("json", f"the {self._what}'s body is not JSON: {e}") from None
+
+
+class Response(_Message):
+    """An answer: `status` (200, 404, ...), `headers` (a list of (name,
+    value) pairs, names in lowercase, in their order, values as text) and
+    `body` (bytes)."""
+
+    _what = "answer"
+
+    def __init__(self, status, headers, body):
+        super().__init__(headers, body)
+        self.status = status
+
+    @property
+    def ok(self):
+        """Whether the status is 2xx."""
+        return 200 <= self.status < 300
 
     def __repr__(self):
         return f"Response({self.status}, {len(self.body)} bytes)"
@@ -411,38 +424,19 @@ def delete(url, **options):
 _HANDLER = None
 
 
-class Incoming:
+class Incoming(_Message):
     """A request for the actor's HTTP handler: `method` (`GET`, `POST`,
     ...), `path` (after `/actors/{actor}/{key}/http`, with its query, as
     the client wrote it; `/` at the least), `headers` (a list of (name,
     value) pairs, names in lowercase, values as text; Burrow's API token is
     not among them) and `body` (bytes)."""
 
+    _what = "request"
+
     def __init__(self, method, path, headers, body):
+        super().__init__(headers, body)
         self.method = method
         self.path = path
-        self.raw_headers = [(name.lower(), bytes(value)) for name, value in headers]
-        self.headers = [(name, value.decode("utf-8", "replace")) for name, value in self.raw_headers]
-        self.body = body
-
-    def header(self, name, default=None):
-        """The first value of header `name` (any case), as text."""
-        name = name.lower()
-        for n, value in self.headers:
-            if n == name:
-                return value
-        return default
-
-    def text(self):
-        """The body as text (invalid UTF-8 replaced)."""
-        return self.body.decode("utf-8", "replace")
-
-    def json(self):
-        """The body read as JSON."""
-        try:
-            return _json.loads(self.body)
-        except ValueError as e:
-            raise _errors.Error("json", f"the request's body is not JSON: {e}") from None
 
     def __repr__(self):
         return f"Incoming({self.method} {self.path}, {len(self.body)} bytes)"

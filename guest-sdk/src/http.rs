@@ -322,6 +322,14 @@ fn read_body(body: &IncomingBody) -> Result<Vec<u8>, HttpError> {
     Ok(bytes)
 }
 
+/// The first value of header `name` (any case) in `headers`, as text.
+fn header_in<'h>(headers: &'h [(String, Vec<u8>)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| std::str::from_utf8(v).ok())
+}
+
 /// An answer.
 #[derive(Debug, Clone)]
 pub struct Response {
@@ -336,10 +344,7 @@ pub struct Response {
 impl Response {
     /// The first value of header `name` (any case), as text.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+        header_in(&self.headers, name)
     }
 
     /// Whether the status is 2xx.

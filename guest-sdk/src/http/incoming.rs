@@ -25,7 +25,7 @@ use wasip2::http::types::{
     ErrorCode, Fields, IncomingRequest, Method, OutgoingResponse, ResponseOutparam,
 };
 
-use super::{read_body, write_body};
+use super::{header_in, read_body, write_body};
 
 /// A request for the actor's HTTP handler.
 #[derive(Debug, Clone)]
@@ -45,10 +45,7 @@ pub struct Incoming {
 impl Incoming {
     /// The first value of header `name` (any case), as text.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+        header_in(&self.headers, name)
     }
 
     /// The body as text (invalid UTF-8 replaced).

@@ -158,8 +158,7 @@ pub(super) async fn incoming(
         https,
     };
     let path_and_query = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    let http_headers = encode_headers(&request.headers);
-    let (host, caller, request, http_headers) = (&host, &caller, &request, &http_headers);
+    let (host, caller, request) = (&host, &caller, &request);
     let answer = host
         .route(
             hop,
@@ -177,7 +176,8 @@ pub(super) async fn incoming(
                         path_and_query,
                         None,
                         None,
-                        Some(http_headers.clone()),
+                        // Made only for a request that goes on.
+                        Some(encode_headers(&request.headers)),
                         caller,
                         request.body.clone(),
                         host.forward_timeout(actor, std::time::Duration::ZERO),
