@@ -153,11 +153,13 @@ async fn a_new_server_answers_rust_actors_while_python_ones_compile() {
     server.stop();
 }
 
-/// The queue test actor, whose failed attempts are retried after 1 s.
+/// The queue test actor, whose failed attempts are retried after 3 s:
+/// long enough for a host to stop before the retry, however loaded the
+/// machine.
 fn slow_retrying_queue_probe() -> burrow::manifest::ActorSpec {
     let mut spec = queue_probe();
-    spec.options.queue_retry_base = Duration::from_secs(1);
-    spec.options.queue_retry_cap = Duration::from_secs(1);
+    spec.options.queue_retry_base = Duration::from_secs(3);
+    spec.options.queue_retry_cap = Duration::from_secs(3);
     spec
 }
 
@@ -166,7 +168,7 @@ async fn background_work_of_an_actor_still_compiling_waits_and_is_not_lost() {
     let dir = tempfile::tempdir().unwrap();
     let probe = slow_retrying_queue_probe();
     // A run of the host leaves an event whose first attempt failed: its
-    // retry (and the queue mark) comes due 1 s later.
+    // retry (and the queue mark) comes due 3 s later.
     let host = start(dir.path(), std::slice::from_ref(&probe)).await;
     host.send(
         "queue-probe",
@@ -187,7 +189,9 @@ async fn background_work_of_an_actor_still_compiling_waits_and_is_not_lost() {
     drop(host);
 
     // The next run starts with an empty compile cache: the Python counter
-    // compiles first, then the queue actor.
+    // compiles first (for many seconds), then the queue actor. Nothing
+    // waits for the queue actor before its retry's time, so nothing
+    // moves it to the front of the line.
     let cold = tempfile::tempdir().unwrap();
     let config = HostConfig {
         cache_dir: Some(cold.path().to_path_buf()),
@@ -204,13 +208,6 @@ async fn background_work_of_an_actor_still_compiling_waits_and_is_not_lost() {
             failed: vec![],
         }
     );
-    // A deploy of the actor waits for its compilation.
-    let bytes = std::fs::read(&probe.component).unwrap();
-    let deploying = tokio::spawn({
-        let host = host.clone();
-        async move { host.deploy("queue-probe", bytes, false).await }
-    });
-
     // The retry's time passes while the actor compiles: the event stays
     // pending, with its one attempt, and its mark due.
     eventually(Duration::from_secs(30), "the retry's time", async || {
@@ -218,16 +215,29 @@ async fn background_work_of_an_actor_still_compiling_waits_and_is_not_lost() {
     })
     .await;
     let view = host.queue("queue-probe", "q").unwrap();
-    assert!(
+    let still_compiling = || {
         host.readiness()
             .compiling
-            .contains(&"queue-probe".to_owned()),
-        "{:?}",
-        host.readiness()
-    );
+            .contains(&"queue-probe".to_owned())
+    };
+    assert!(still_compiling(), "{:?}", host.readiness());
     assert_eq!(view.pending.len(), 1, "{view:?}");
     assert_eq!(view.pending[0].attempts, 1, "{view:?}");
-    assert!(!deploying.is_finished(), "the deploy did not wait");
+
+    // A deploy of the actor waits for its compilation: it has not ended
+    // while the actor is seen compiling after it was looked at.
+    let bytes = std::fs::read(&probe.component).unwrap();
+    let deploying = tokio::spawn({
+        let host = host.clone();
+        async move { host.deploy("queue-probe", bytes, false).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let deployed_early = deploying.is_finished();
+    assert!(
+        !(deployed_early && still_compiling()),
+        "the deploy did not wait: {:?}",
+        host.readiness()
+    );
 
     // Once the actor is ready, the timer starts its pump: the event is
     // processed at its second attempt, once.
@@ -244,6 +254,10 @@ async fn background_work_of_an_actor_still_compiling_waits_and_is_not_lost() {
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(log[0]["type"], "fail", "{log:?}");
     assert_eq!(host.queue("queue-probe", "q").unwrap().pending_count, 0);
+    eventually(COMPILE_LIMIT, "every compilation ended", async || {
+        host.readiness().compiling.is_empty().then_some(())
+    })
+    .await;
     assert!(host.readiness().all_ready(), "{:?}", host.readiness());
     assert_eq!(
         call(&host, "counter-py", "k", "increment", "[4]").await,
