@@ -174,6 +174,7 @@ pub(super) struct Summary {
     mean: Duration,
     p50: Duration,
     p99: Duration,
+    p999: Duration,
     /// Failed requests (answers other than 2xx and socket errors for
     /// `wrk`).
     failed: u64,
@@ -188,6 +189,7 @@ impl Summary {
             mean: latencies.mean(),
             p50: latencies.percentile(50.0),
             p99: latencies.percentile(99.0),
+            p999: latencies.percentile(99.9),
             failed: 0,
             first_failure: None,
         }
@@ -208,6 +210,7 @@ impl Summary {
             mean: report.mean,
             p50: report.p50,
             p99: report.p99,
+            p999: report.p999,
             failed: report.errors,
             first_failure: None,
         }
@@ -220,6 +223,7 @@ impl Summary {
             "mean_us": super::micros(self.mean),
             "p50_us": super::micros(self.p50),
             "p99_us": super::micros(self.p99),
+            "p999_us": super::micros(self.p999),
         });
         value["failed"] = json!(self.failed);
         if let Some(failure) = &self.first_failure {
@@ -367,9 +371,7 @@ fn http_counter(url: &str) -> impl Fn(&str) -> Counter {
 /// `GET /healthz` on [`CALLERS`] connections, driven by `client`.
 async fn health(url: &str, dir: &Path, client: HttpClient) -> Result<Summary> {
     if let HttpClient::Wrk { seconds } = client {
-        let scripts = wrk::Scripts::write(&dir.join("wrk"))?;
-        let report = wrk::run(url, &scripts, wrk::Load::Health, seconds).await?;
-        return Ok(Summary::of_wrk(&report));
+        return health_with_wrk(url, dir, CALLERS as u32, seconds).await;
     }
     let url = Arc::new(format!("{url}/healthz"));
     let begun = Instant::now();
@@ -397,6 +399,15 @@ async fn health(url: &str, dir: &Path, client: HttpClient) -> Result<Summary> {
         samples.extend(task.await??);
     }
     Ok(Summary::of(&Latencies::new(samples, begun.elapsed())))
+}
+
+/// `GET /healthz` on `connections` connections, driven by `wrk` for
+/// `seconds`.
+async fn health_with_wrk(url: &str, dir: &Path, connections: u32, seconds: u64) -> Result<Summary> {
+    let scripts = wrk::Scripts::write(&dir.join("wrk"))?;
+    let load = wrk::Load::Health { connections };
+    let report = wrk::run(url, &scripts, load, seconds).await?;
+    Ok(Summary::of_wrk(&report))
 }
 
 /// How the HTTP workloads are driven.
@@ -427,6 +438,8 @@ pub(super) struct ModesReport {
     /// Both modes over HTTP, the disk measured before the `full` one, and
     /// `GET /healthz`.
     http: Option<([Workloads; 2], DiskLimits, Summary)>,
+    /// `GET /healthz` on one connection, beside W1 (with `wrk` only).
+    healthz_one: Option<Summary>,
     client: HttpClient,
 }
 
@@ -486,10 +499,12 @@ pub(super) async fn run(
         eprintln!("in-process, {}: {}", mode_key(mode), figures.to_json());
         in_process.push(figures);
     }
+    let mut healthz_one = None;
     let http = if client != HttpClient::Skip {
         let mut modes = Vec::new();
         let mut healthz = None;
         let mut http_disk = None;
+        let mut one = None;
         for mode in MODES {
             if mode == Synchronous::Full {
                 http_disk = Some(measure_disk("HTTP").await?);
@@ -509,10 +524,18 @@ pub(super) async fn run(
                 (Ok(_), Synchronous::Normal) => Some(health(&server.url, &dir, client).await),
                 _ => None,
             };
+            if let (Ok(_), Synchronous::Normal, HttpClient::Wrk { seconds }) =
+                (&figures, mode, client)
+            {
+                one = Some(health_with_wrk(&server.url, &dir, 1, seconds).await);
+            }
             server.stop().await?;
             let figures = figures?;
             if let Some(health) = health {
                 healthz = Some(health?);
+            }
+            if let Some(health) = one.take() {
+                healthz_one = Some(health?);
             }
             eprintln!("HTTP, {}: {}", mode_key(mode), figures.to_json());
             modes.push(figures);
@@ -533,6 +556,7 @@ pub(super) async fn run(
             in_process_disk.expect("measured before full mode"),
         ),
         http,
+        healthz_one,
         client,
     })
 }
@@ -761,9 +785,45 @@ impl ModesReport {
                 "full_mode_limits": http_limits.to_json(),
             });
         }
-        report["table"] = json!(table::render(&all_rows, &disks));
+        let mut rendered = table::render(&all_rows, &disks);
+        if let (Some((modes, _, healthz)), Some(one)) = (&self.http, &self.healthz_one) {
+            rendered.push_str(&tails(&modes[0], one, healthz));
+            report["http"]["healthz_1_connection"] = one.to_json();
+        }
+        report["table"] = json!(rendered);
         report
     }
+}
+
+/// The tails over HTTP in `normal` mode, W1 beside `GET /healthz` on one
+/// connection and W2 beside it on 64, with each one's p99 as a multiple
+/// of `/healthz`'s (the HTTP layer alone, on the same machine, in the same
+/// run).
+fn tails(normal: &Workloads, healthz_one: &Summary, healthz: &Summary) -> String {
+    let row = |name: &str, s: &Summary, beside: &Summary| {
+        let ratio = s.p99.as_secs_f64() / beside.p99.as_secs_f64().max(1e-9);
+        format!(
+            "| {name} | {} | {} | {} | {} | {ratio:.1}x |\n",
+            table::thousands(s.ops_per_sec),
+            table::latency(s.p50),
+            table::latency(s.p99),
+            table::latency(s.p999),
+        )
+    };
+    let mut out = String::from(
+        "\nTails over HTTP, `normal` mode (wrk):\n\n\
+         | workload | ops/s | p50 | p99 | p99.9 | p99 / `/healthz`'s |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    out.push_str(&row("W1, 1 connection", &normal.w1, healthz_one));
+    out.push_str(&row(
+        "`GET /healthz`, 1 connection",
+        healthz_one,
+        healthz_one,
+    ));
+    out.push_str(&row("W2, 64 connections", &normal.w2, healthz));
+    out.push_str(&row("`GET /healthz`, 64 connections", healthz, healthz));
+    out
 }
 
 fn disk_line(disk: &DiskLimits) -> DiskLine {
