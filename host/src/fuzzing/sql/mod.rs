@@ -277,4 +277,13 @@ mod tests {
     fn a_foreign_key_into_a_shadow_table_cannot_recurse_the_host() {
         replay("foreign-key-into-shadow-table");
     }
+
+    /// A guest R*Tree table named `dbstat` (a built-in table guest SQL may
+    /// not read), then the instance is inspected: the inspection read the
+    /// guest's tables and met the refusal of `dbstat` (found by the
+    /// fuzzer; kept as it found it).
+    #[test]
+    fn a_guest_table_named_dbstat_cannot_break_inspect() {
+        replay("guest-table-named-dbstat");
+    }
 }

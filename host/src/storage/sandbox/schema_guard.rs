@@ -23,11 +23,14 @@ macro_rules! internal_sql {
 }
 
 /// The row of `sqlite_schema` is a table or view that would shadow a
-/// table-valued function the host's statements use: `json_each(...)`
-/// finds a table of that name first, in `main` or `temp`.
+/// table-valued function the host's statements use (`json_each(...)`
+/// finds a table of that name first, in `main` or `temp`), or that takes
+/// the name of `dbstat`, a built-in table guest SQL may not read (reads
+/// of that name are refused, the host's reads of the guest's tables
+/// included).
 macro_rules! shadows_function_sql {
     () => {
-        "(type IN ('table', 'view') AND (lower(name) IN ('json_each', 'json_tree') \
+        "(type IN ('table', 'view') AND (lower(name) IN ('json_each', 'json_tree', 'dbstat') \
          OR lower(substr(name, 1, 7)) = 'pragma_'))"
     };
 }
@@ -241,7 +244,8 @@ fn undo(conn: &Connection) {
 
 /// What the host keeps for itself, for refusals.
 const HOST_NAMES: &str = "names starting with `_burrow_` belong to the host, and so do the \
-     names of the table-valued functions its statements use (`json_each`, `json_tree`, `pragma_*`)";
+     names of the table-valued functions its statements use (`json_each`, `json_tree`, `pragma_*`) \
+     and of `dbstat`, which guest SQL may not read";
 
 /// Why the schema after a guest statement is refused, if it is.
 fn violation(conn: &Connection, before: &HostPart) -> rusqlite::Result<Option<String>> {
@@ -340,6 +344,14 @@ mod tests {
                 "_burrow_queue",
             ),
             ("CREATE TABLE json_each (value)", "json_each"),
+            (
+                "CREATE VIRTUAL TABLE dbstat USING rtree (id, x0, x1)",
+                "dbstat",
+            ),
+            (
+                "CREATE TABLE d (v); ALTER TABLE d RENAME TO DBSTAT",
+                "DBSTAT",
+            ),
             (
                 "CREATE TEMP TABLE j (value); ALTER TABLE temp.j RENAME TO JSON_TREE",
                 "JSON_TREE",
