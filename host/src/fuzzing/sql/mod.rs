@@ -286,4 +286,14 @@ mod tests {
     fn a_guest_table_named_dbstat_cannot_break_inspect() {
         replay("guest-table-named-dbstat");
     }
+
+    /// A recurring schedule made in a call that rolls back, then a one-shot
+    /// schedule that takes the same id (the rolled-back id was never
+    /// committed), then the runner: the one-shot schedule runs once and is
+    /// gone (found by the fuzzer, whose model took the id as still
+    /// recurring).
+    #[test]
+    fn a_schedule_id_reused_after_a_rollback_is_what_it_was_made_as() {
+        replay("rolled-back-schedule-id-reused");
+    }
 }

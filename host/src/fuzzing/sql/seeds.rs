@@ -394,6 +394,23 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Inspect,
             ],
         ),
+        (
+            "rolled-back-schedule-id-reused",
+            vec![
+                Op::Schedule {
+                    delay_ms: 26624,
+                    every: true,
+                },
+                Op::Rollback,
+                Op::Schedule {
+                    delay_ms: 0,
+                    every: false,
+                },
+                Op::Commit,
+                Op::RunSchedules,
+                Op::PendingSchedules,
+            ],
+        ),
     ]
 }
 

@@ -187,8 +187,12 @@ impl SqlSession {
                     Ok(Ok(id)) => {
                         self.model.current.schedules.insert(id as i64);
                         self.model.current.counted("_burrow_schedule", id as i64);
+                        // An id rolled back is made again: it is what
+                        // it is made as now.
                         if every {
                             self.model.recurring.insert(id as i64);
+                        } else {
+                            self.model.recurring.remove(&(id as i64));
                         }
                     }
                     Ok(Err(_)) => {}
