@@ -254,28 +254,44 @@ async fn callers_piling_up_behind_a_spinning_guest_get_overloaded() {
     assert_eq!(spinning.await.unwrap().unwrap_err().code(), "timeout");
 }
 
+/// With every awake instance busy, a call that needs a place waits for
+/// one up to its call timeout: it gets the place the busy one gives back,
+/// or is told `overloaded` once its timeout has passed.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_host_whose_awake_instances_are_all_busy_says_overloaded() {
+async fn a_host_whose_awake_instances_are_all_busy_waits_then_says_overloaded() {
     let dir = tempfile::tempdir().unwrap();
     let mut spinner = probe();
-    spinner.options.call_timeout = Duration::from_millis(1000);
+    spinner.options.call_timeout = Duration::from_millis(1500);
+    let mut hasty = burrow::manifest::ActorSpec::new("hasty", spinner.component.clone());
+    hasty.options.call_timeout = Duration::from_millis(300);
     let config = burrow::HostConfig {
         max_awake: 1,
         ..config(dir.path())
     };
-    let host = burrow::Host::start(config, &[spinner]).await.unwrap();
+    let host = burrow::Host::start(config, &[spinner, hasty])
+        .await
+        .unwrap();
     let spinning = {
         let host = host.clone();
         tokio::spawn(async move { host.call("probe", "a", "spin", "[]").await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let err = host.call("probe", "b", "count", "[]").await.unwrap_err();
+    // A call whose timeout ends before the spin does is refused then.
+    let asked = Instant::now();
+    let err = host.call("hasty", "b", "count", "[]").await.unwrap_err();
     assert_eq!(err.code(), "overloaded", "{err}");
     assert!(
-        err.to_string().contains("all 1 awake instances are busy"),
+        err.to_string()
+            .contains("all 1 awake instances are busy (waited 300 ms)"),
         "{err}"
     );
+    assert!(asked.elapsed() >= Duration::from_millis(300));
+    // One that may wait longer than the spin gets the place it gives back.
+    let waiting = {
+        let host = host.clone();
+        tokio::spawn(async move { host.call("probe", "c", "count", "[]").await })
+    };
     assert_eq!(spinning.await.unwrap().unwrap_err().code(), "timeout");
-    // Once the spinner is stopped, the other instance gets its turn.
-    assert_eq!(call(&host, "probe", "b", "count", "[]").await, json!(0));
+    assert_eq!(json(&waiting.await.unwrap().unwrap()), json!(0));
+    assert_eq!(call(&host, "hasty", "b", "count", "[]").await, json!(0));
 }

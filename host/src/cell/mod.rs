@@ -12,6 +12,7 @@
 //! together): a failed first call leaves no half-created instance behind,
 //! and a wake costs one commit, not two.
 
+mod awake;
 mod batch;
 mod calls;
 mod incoming;
@@ -19,6 +20,7 @@ mod queue;
 mod transaction;
 mod workflow;
 
+pub(crate) use awake::{Awake, AwakeToken};
 pub(crate) use batch::{CallJob, PendingCalls};
 use calls::trap_error;
 pub(crate) use incoming::{HttpAnswer, HttpRequest};
@@ -26,7 +28,6 @@ pub(crate) use queue::process_during;
 pub(crate) use workflow::RunEnd;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wasmtime::{Engine, Store, StoreLimitsBuilder, UpdateDeadline};
@@ -48,25 +49,6 @@ use crate::storage::cluster::ClusterError;
 use crate::storage::instance_db::{InstanceDb, now_ms};
 use crate::storage::marks::Marks;
 use crate::storage::store::InstanceStore;
-
-/// Counts awake instances, of the host and of the actor (whose metrics
-/// the cell records to); one token per cell.
-pub(crate) struct AwakeToken(Arc<AtomicUsize>, Arc<ActorMetrics>);
-
-impl AwakeToken {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>, metrics: Arc<ActorMetrics>) -> AwakeToken {
-        counter.fetch_add(1, Ordering::Relaxed);
-        metrics.woke();
-        AwakeToken(counter.clone(), metrics)
-    }
-}
-
-impl Drop for AwakeToken {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-        self.1.slept();
-    }
-}
 
 /// How a cell's start transaction began.
 #[derive(Debug, Clone, Copy)]
@@ -184,10 +166,10 @@ impl Cell {
                 &def.options,
                 state.deadline.clone(),
                 outbound,
-                awake.1.clone(),
+                awake.metrics().clone(),
                 state.http.sending.clone(),
             ));
-            state.http.metrics = Some(awake.1.clone());
+            state.http.metrics = Some(awake.metrics().clone());
         }
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
@@ -281,7 +263,7 @@ impl Cell {
 
     /// The metrics of the cell's actor.
     pub(crate) fn metrics(&self) -> &Arc<ActorMetrics> {
-        &self.awake.1
+        self.awake.metrics()
     }
 
     fn name(&self) -> &Address {

@@ -8,13 +8,16 @@
 //! with the slot so that whoever holds it runs the waiting calls in
 //! batches, one commit each (`cell/batch.rs`).
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use crate::address::Address;
 use crate::caller::Caller;
 use crate::cell::{AwakeToken, CallJob, Cell, Home, Origin};
 use crate::definition::ActorDefinition;
 use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
-use crate::metrics::Eviction;
+use crate::metrics::{ActorMetrics, Eviction};
 use crate::storage::store::ClaimError;
 use crate::text::escaped;
 
@@ -42,6 +45,10 @@ impl Core {
         origin: Origin<'_>,
         dry_run: bool,
     ) -> Result<Cell, Error> {
+        let metrics = self.metrics.actor(&def.name).clone();
+        let token = self
+            .take_place(address, &metrics, def.options.call_timeout)
+            .await?;
         self.claim(address).await?;
         let existed = self.store.exists(address);
         if !existed {
@@ -49,7 +56,6 @@ impl Core {
             // the WAL of the old instance: it must not meet the new one.
             let _ = self.store.remove_files(address);
         }
-        let token = AwakeToken::new(&self.awake, self.metrics.actor(&def.name).clone());
         let home = Home {
             address: address.clone(),
             store: &self.store,
@@ -227,7 +233,6 @@ impl Core {
                 cell.sleep().await;
             }
             if let SlotState::Asleep = *state {
-                self.make_room(address).await?;
                 let cell = self.start_cell(&def, address, origin).await?;
                 *state = SlotState::Awake(Box::new(cell));
             } else if let Origin::MustBeNew(_) = origin {
@@ -270,13 +275,48 @@ impl Core {
         }
     }
 
-    /// Puts the least recently used idle instance to sleep if the host is
-    /// at its limit of awake instances.
-    async fn make_room(&self, except: &Address) -> Result<(), Error> {
-        let max = self.config.max_awake;
-        if self.awake_count() < max {
-            return Ok(());
+    /// A place for the instance at `address` to wake in: taken while the
+    /// host is under its limit of awake instances, made by putting the
+    /// least recently used idle instance to sleep when it is at its limit,
+    /// and waited for, up to `wait`, while every awake instance is busy.
+    async fn take_place(
+        &self,
+        address: &Address,
+        metrics: &Arc<ActorMetrics>,
+        wait: Duration,
+    ) -> Result<AwakeToken, Error> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let given_back = self.awake.given_back();
+            tokio::pin!(given_back);
+            given_back.as_mut().enable();
+            if let Some(token) = self.awake.try_take(metrics) {
+                return Ok(token);
+            }
+            // Another start may take the place given back first: then
+            // another instance sleeps.
+            if self.put_one_to_sleep(address).await {
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let max = self.config.max_awake;
+                return Err(Error::Overloaded(format!(
+                    "all {max} awake instances are busy (waited {} ms); raise --max-awake or try again",
+                    wait.as_millis()
+                )));
+            }
+            // A place given back, or a busy instance turned idle (looked
+            // for again at the next round).
+            let _ = tokio::time::timeout((deadline - now).min(LOOK_AGAIN), given_back).await;
         }
+    }
+
+    /// Puts the least recently used idle instance (other than `except`'s)
+    /// to sleep, and forgets its slot as the reaper does, so that the
+    /// directory holds about the awake instances however many come and go.
+    /// Whether there was one.
+    async fn put_one_to_sleep(&self, except: &Address) -> bool {
         for slot in self.directory.eviction_candidates(except) {
             // An instance with connections stays awake.
             if self.hub.is_connected(&slot.address) {
@@ -285,22 +325,26 @@ impl Core {
             let Ok(mut state) = slot.state.try_lock() else {
                 continue;
             };
-            match std::mem::replace(&mut *state, SlotState::Asleep) {
-                SlotState::Awake(cell) => {
-                    cell.metrics().evicted(Eviction::Room);
-                    cell.sleep().await;
-                    if self.awake_count() < max {
-                        return Ok(());
-                    }
-                }
-                other => *state = other,
+            if !matches!(*state, SlotState::Awake(_)) {
+                continue;
             }
+            // Callers waiting for the slot find it retired and look the
+            // address up again.
+            if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
+                cell.metrics().evicted(Eviction::Room);
+                // Its place is given back as the cell is dropped here.
+                cell.sleep().await;
+            }
+            self.directory.remove(&slot);
+            return true;
         }
-        Err(Error::Overloaded(format!(
-            "all {max} awake instances are busy; raise --max-awake or try again"
-        )))
+        false
     }
 }
+
+/// How often a start waiting for a place looks again for an instance that
+/// turned idle (a place given back wakes it at once).
+const LOOK_AGAIN: Duration = Duration::from_millis(10);
 
 /// What a failed claim of `address` means to the caller.
 fn claim_error(address: &Address, e: ClaimError) -> Error {

@@ -15,7 +15,7 @@ mod loading;
 mod reaper;
 mod retry;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use wasmtime::component::Linker;
 use crate::address::{Address, ByActor};
 use crate::capability;
 use crate::capability::http::Outbound;
+use crate::cell::Awake;
 use crate::config::HostConfig;
 use crate::connections::Hub;
 use crate::definition::ActorDefinition;
@@ -74,7 +75,7 @@ pub(crate) struct Core {
     /// One deploy at a time.
     deploying: tokio::sync::Mutex<()>,
     pub(crate) directory: Directory,
-    awake: Arc<AtomicUsize>,
+    awake: Arc<Awake>,
     shutting_down: AtomicBool,
     /// Client connections and their events.
     pub(crate) hub: Arc<Hub>,
@@ -145,6 +146,7 @@ impl Core {
         };
         let outbound = Outbound::new(&trust);
         let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), &metrics);
+        let awake = Awake::new(config.max_awake);
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),
             engine,
@@ -156,7 +158,7 @@ impl Core {
             previous: Default::default(),
             deploying: Default::default(),
             directory: Directory::default(),
-            awake: Arc::new(AtomicUsize::new(0)),
+            awake,
             shutting_down: AtomicBool::new(false),
             hub,
             commit_stage,
@@ -214,7 +216,7 @@ impl Core {
 
     /// Instances awake right now.
     pub(crate) fn awake_count(&self) -> usize {
-        self.awake.load(Ordering::Relaxed)
+        self.awake.count()
     }
 
     /// From now on, no new operation (nor compilation) starts.
