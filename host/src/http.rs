@@ -82,6 +82,7 @@ mod views;
 
 pub use auth::Access;
 pub use tls::{RELOAD_POLL, Tls};
+pub use views::MAX_KEY_PAGE;
 
 /// What a server serves beside the JSON API, and how.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! `burrow bench --languages`: a row per guest language, and a clear row for
 //! a language whose actors are missing; `burrow bench --modes`: both
-//! durability modes with the machine's limits beside them.
+//! durability modes with the machine's limits beside them; `burrow bench
+//! --scale`: every instance made, listed and counted on disk.
 
 use std::path::Path;
 use std::process::Command;
@@ -220,4 +221,39 @@ fn w8_steps_send_their_requests_and_stand_beside_the_floor() {
     ] {
         assert!(w8[figure].as_f64().unwrap() > 0.0, "{figure}: {w8}");
     }
+}
+
+#[test]
+fn the_scale_bench_makes_lists_and_weighs_every_instance() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
+    )
+    .unwrap();
+    let (report, stderr) = bench(&manifest, &dir.path().join("bench"), &["--scale", "300"]);
+    assert_eq!(report["instances"], 300, "{report}");
+    let tenths = report["tenths"].as_array().unwrap();
+    assert_eq!(tenths.len(), 10, "{report}");
+    for (i, tenth) in tenths.iter().enumerate() {
+        assert_eq!(tenth["instances"], 30 * (i + 1), "{report}");
+        assert!(
+            tenth["creations_per_sec"].as_f64().unwrap() > 0.0,
+            "{report}"
+        );
+        assert!(tenth["rss_bytes"].as_u64().unwrap() > 0, "{report}");
+        // At least the counter's database: a page or more each.
+        assert!(
+            tenth["disk_bytes_per_instance"].as_u64().unwrap() >= 4096,
+            "{report}"
+        );
+    }
+    assert!(report["start_ms"].is_u64(), "{report}");
+    assert!(report["list_ms"].is_u64(), "{report}");
+    assert!(
+        report["floor_creations_per_sec"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert!(stderr.contains("start over that directory"), "{stderr}");
 }

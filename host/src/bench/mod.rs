@@ -39,6 +39,7 @@ pub mod load;
 mod modes;
 mod outbound;
 mod queue;
+mod scale;
 mod server_process;
 mod table;
 mod talk;
@@ -145,6 +146,13 @@ pub struct BenchArgs {
     /// time after kill -9 and after a clean stop.
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
+    /// Run only the scale benchmark: this many new counters (default
+    /// 100,000) made over HTTP, 16 at a time, against `burrow serve`; per
+    /// tenth the creation rate, the server's memory and the disk used per
+    /// instance, then the time to start over that data directory and to
+    /// list every key, beside the floor's creations on every core.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100000")]
+    pub scale: Option<usize>,
 }
 
 /// Latency figures of a run of sequential operations.
@@ -254,6 +262,11 @@ pub async fn run(manifest: &Path, args: BenchArgs) -> Result<Value> {
         )
         .await
         .context("the cluster's benchmark failed")?;
+        eprintln!("\n{}", figures["table"].as_str().unwrap_or_default());
+        return Ok(figures);
+    }
+    if let Some(n) = args.scale {
+        let figures = scale::run(&spec, &dir("scale"), n).await?;
         eprintln!("\n{}", figures["table"].as_str().unwrap_or_default());
         return Ok(figures);
     }

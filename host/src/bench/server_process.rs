@@ -143,6 +143,11 @@ impl ServerProcess {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// Its process id, while it runs.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Kills the server with SIGKILL.
     pub(super) async fn kill(mut self) -> Result<()> {
         self.child.kill().await?;
