@@ -46,6 +46,17 @@ fn bench(manifest: &Path, data: &Path, args: &[&str]) -> (Value, String) {
     (serde_json::from_slice(&out.stdout).unwrap(), stderr)
 }
 
+/// Writes a manifest with the counter alone into `dir`; its path.
+fn counter_manifest(dir: &Path) -> std::path::PathBuf {
+    let manifest = dir.join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
+    )
+    .unwrap();
+    manifest
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
     let counter_py = programs::COUNTER_PY.expect("the Python counter was built");
@@ -121,12 +132,7 @@ async fn the_languages_run_side_by_side_and_a_missing_one_says_so() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_durability_modes_bound_w1_by_its_own_syncs_and_w2_by_the_cpu_of_its_calls_and_syncs() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let manifest = dir.path().join("burrow.toml");
-    std::fs::write(
-        &manifest,
-        format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
-    )
-    .unwrap();
+    let manifest = counter_manifest(dir.path());
     let (report, _) = bench(
         &manifest,
         &dir.path().join("bench"),
@@ -226,12 +232,7 @@ fn w8_steps_send_their_requests_and_stand_beside_the_floor() {
 #[test]
 fn the_scale_bench_makes_lists_and_weighs_every_instance() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let manifest = dir.path().join("burrow.toml");
-    std::fs::write(
-        &manifest,
-        format!("[actors.counter]\ncomponent = {:?}\n", programs::COUNTER),
-    )
-    .unwrap();
+    let manifest = counter_manifest(dir.path());
     let (report, stderr) = bench(&manifest, &dir.path().join("bench"), &["--scale", "300"]);
     assert_eq!(report["instances"], 300, "{report}");
     let tenths = report["tenths"].as_array().unwrap();
