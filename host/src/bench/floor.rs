@@ -15,6 +15,8 @@ use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Latencies;
+use crate::config::Synchronous;
+use crate::storage::instance_db::enter_wal;
 use bindings::burrow::actor::db::{DbError, QueryResult, Value};
 use bindings::burrow::actor::log::Level;
 use bindings::burrow::actor::state::StateError;
@@ -119,10 +121,11 @@ impl db::Host for Floor {
     }
 }
 
+/// WAL mode, `synchronous = NORMAL`, a new file switched as Burrow's are
+/// (without a journal: `storage::instance_db::enter_wal`).
 fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    enter_wal(&conn, Synchronous::Normal)?;
     Ok(conn)
 }
 

@@ -66,6 +66,40 @@ CREATE TABLE IF NOT EXISTS main._burrow_state (
 );
 ";
 
+/// Puts the database of `conn` in WAL mode with the durability of
+/// `synchronous`.
+///
+/// A new (empty) database's switch writes its first page. SQLite does that
+/// through a rollback journal, with four syncs (the journal twice, its
+/// directory, the database), although an empty file has nothing to roll
+/// back to. Here it switches without a journal: a crash in the middle
+/// leaves an empty file or a whole first page, and a page torn by a power
+/// loss is read from the log, which holds a copy of it from the creation's
+/// commit on (the schema is on that page) until the checkpoint that syncs
+/// it. The page is synced at once only in `full` mode, where the
+/// creation's commit is on disk before it is answered: a database file
+/// that lost its first page would have SQLite delete its log.
+pub(crate) fn enter_wal(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    if pages == 0 {
+        let switch = match synchronous {
+            Synchronous::Full => Synchronous::Normal,
+            _ => Synchronous::Off,
+        };
+        conn.pragma_update(None, "synchronous", switch.pragma())?;
+        conn.pragma_update(None, "journal_mode", "OFF")?;
+    }
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // In `full` mode the commit stage syncs the log after each commit
+    // itself (see `Wal::log`): SQLite adds nothing else for `full` in WAL
+    // mode.
+    let sqlite_synchronous = match synchronous {
+        Synchronous::Full => Synchronous::Normal,
+        other => other,
+    };
+    conn.pragma_update(None, "synchronous", sqlite_synchronous.pragma())
+}
+
 /// An open instance database with its sandbox and the deadline its
 /// progress handler and the watchdog enforce.
 pub(crate) struct InstanceDb {
@@ -101,15 +135,7 @@ impl InstanceDb {
         // Other connections to this database belong to concurrent calls of the
         // same instance: wait briefly for a writer, then let the call be re-run.
         conn.busy_timeout(DB_BUSY_TIMEOUT)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // In `full` mode the commit stage syncs the log after each commit
-        // itself (see `Wal::log`): SQLite adds nothing else for `full` in
-        // WAL mode.
-        let sqlite_synchronous = match synchronous {
-            Synchronous::Full => Synchronous::Normal,
-            other => other,
-        };
-        conn.pragma_update(None, "synchronous", sqlite_synchronous.pragma())?;
+        enter_wal(&conn, synchronous)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Defensive: ordinary SQL cannot write the shadow tables of FTS5 and
         // R*Tree (a guest's would corrupt its own index), nor make the
@@ -362,6 +388,33 @@ mod tests {
                 .unwrap();
             assert_eq!((mode.as_str(), sync), ("wal", sqlite_setting));
             assert_eq!(db.wal.log().is_some(), syncs_log);
+        }
+    }
+
+    /// A new database is switched to WAL mode without a journal: its first
+    /// page on disk says WAL at once, and what it commits is there when it
+    /// is opened again.
+    #[test]
+    fn a_new_database_is_in_wal_mode_on_disk_and_keeps_its_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        for setting in [Synchronous::Off, Synchronous::Normal, Synchronous::Full] {
+            let path = dir.path().join(format!("{}.sqlite", setting.pragma()));
+            let db = InstanceDb::open(&path, setting, 1 << 30, Deadline::default()).unwrap();
+            let header = std::fs::read(&path).unwrap();
+            assert_eq!(header.len(), 4096, "{setting:?}: one page");
+            assert_eq!(&header[18..20], &[2, 2], "{setting:?}: WAL on disk");
+            db.begin().unwrap();
+            db.create_schema().unwrap();
+            db.record_creation("a", "k", 7).unwrap();
+            db.commit().unwrap();
+            drop(db);
+            let db = InstanceDb::open(&path, setting, 1 << 30, Deadline::default()).unwrap();
+            assert_eq!(db.created_at().unwrap(), Some(7), "{setting:?}");
+            let mode: String = db
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal");
         }
     }
 
