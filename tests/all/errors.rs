@@ -69,10 +69,11 @@ async fn strange_keys_are_just_keys() {
         );
         assert_eq!(host.inspect("counter", key).unwrap().key, key);
     }
-    // Every file stays inside the actor's directory.
-    let files = std::fs::read_dir(dir.path().join("actors/counter"))
+    // Every file stays inside the actor's directory, one level down.
+    let files: usize = std::fs::read_dir(dir.path().join("actors/counter"))
         .unwrap()
-        .count();
+        .map(|subdir| std::fs::read_dir(subdir.unwrap().path()).unwrap().count())
+        .sum();
     assert!(files >= 5);
 }
 

@@ -136,3 +136,54 @@ async fn destroy_deletes_the_data() {
         json!(1)
     );
 }
+
+/// A data directory of the flat layout (every instance file in its actor's
+/// directory, as hosts before subdirectories kept them) opens with its
+/// files moved into subdirectories, and every instance serves, lists,
+/// inspects and destroys as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_data_directory_of_the_flat_layout_is_moved_and_serves_every_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [counter()];
+    let host = start(dir.path(), &actors).await;
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let by = format!("[{}]", i + 1);
+        assert_eq!(
+            call(&host, "counter", key, "increment", &by).await,
+            json!(i + 1)
+        );
+    }
+    host.shutdown().await;
+    drop(host);
+    // The flat layout.
+    let actor = dir.path().join("actors/counter");
+    for subdir in std::fs::read_dir(&actor).unwrap() {
+        let subdir = subdir.unwrap().path();
+        for file in std::fs::read_dir(&subdir).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::rename(&file, actor.join(file.file_name().unwrap())).unwrap();
+        }
+        std::fs::remove_dir(&subdir).unwrap();
+    }
+
+    let host = start(dir.path(), &actors).await;
+    let flat = std::fs::read_dir(&actor)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_file())
+        .count();
+    assert_eq!(flat, 0, "every file was moved");
+    for (i, key) in keys.iter().enumerate() {
+        assert!(burrow::instance_path(dir.path(), "counter", key).exists());
+        assert_eq!(call(&host, "counter", key, "get", "[]").await, json!(i + 1));
+    }
+    let mut listed = host.keys("counter").await.unwrap();
+    listed.sort();
+    let mut expected = keys.clone();
+    expected.sort();
+    assert_eq!(listed, expected);
+    assert_eq!(host.inspect("counter", "k3").unwrap().key, "k3");
+    host.destroy("counter", "k3").await.unwrap();
+    assert!(!burrow::instance_path(dir.path(), "counter", "k3").exists());
+    assert_eq!(call(&host, "counter", "k3", "get", "[]").await, json!(0));
+}

@@ -4,7 +4,8 @@
 //! <data dir>/
 //!   host.lock                         held while a host runs on this directory (with its URL)
 //!   host.sqlite                       index of instances
-//!   actors/<actor>/<sha256(key)>.sqlite   one database per instance
+//!   actors/<actor>/<ab>/<sha256(key)>.sqlite   one database per instance
+//!                                     (<ab>: the hash's first two digits; `layout`)
 //!   cache/<hash>.cwasm                precompiled components
 //! ```
 //!
@@ -29,6 +30,7 @@ pub(crate) mod heap;
 pub(crate) mod host_lock;
 pub(crate) mod index;
 pub(crate) mod instance_db;
+pub(crate) mod layout;
 pub(crate) mod log_file;
 pub(crate) mod marks;
 pub(crate) mod pages;
@@ -46,7 +48,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use sha2::{Digest, Sha256};
 
 use crate::config::{MAX_ACTOR_NAME_BYTES, MAX_KEY_BYTES, Synchronous};
 use crate::error::Error;
@@ -104,10 +105,10 @@ impl DataDir {
         self.sync_dir(".")
     }
 
-    /// Makes a new instance of `actor` durable once its creation committed:
-    /// syncs the directory that holds its database file.
-    pub(crate) fn sync_created(&self, actor: &str) -> Result<()> {
-        self.sync_dir(&format!("actors/{actor}"))
+    /// Makes a new instance durable once its creation committed: syncs
+    /// the directory that holds its database file.
+    pub(crate) fn sync_created(&self, actor: &str, key: &str) -> Result<()> {
+        self.sync_dir(&layout::subdir(actor, key))
     }
 
     /// Syncs the directory `path` (relative to the data directory), unless
@@ -144,9 +145,40 @@ impl DataDir {
         }
     }
 
-    /// Makes sure the directory of `actor` exists.
+    /// Makes sure the directory of `actor` and its subdirectories exist,
+    /// and moves instance files of the flat layout into them (see
+    /// `layout`).
     pub(crate) fn prepare_actor(&self, actor: &str) -> Result<()> {
-        self.dir.create_dir_all(format!("actors/{actor}"))?;
+        let path = layout::actor_dir(actor);
+        self.dir.create_dir_all(&path)?;
+        let dir = self.dir.open_dir(&path)?;
+        let mut changed = false;
+        for subdir in layout::subdir_names() {
+            if !dir.exists(&subdir) {
+                dir.create_dir(&subdir)?;
+                changed = true;
+            }
+        }
+        let moved = layout::move_flat_files(&dir).with_context(|| {
+            format!(
+                "cannot move the instances of {}/{path} into subdirectories",
+                self.root.display()
+            )
+        })?;
+        if !moved.is_empty() {
+            tracing::info!(
+                actor,
+                subdirectories = moved.len(),
+                "moved instance files into subdirectories"
+            );
+            changed = true;
+        }
+        for subdir in &moved {
+            self.sync_dir(&format!("{path}/{subdir}"))?;
+        }
+        if changed {
+            self.sync_dir(&path)?;
+        }
         self.sync_dir("actors")
     }
 
@@ -165,7 +197,7 @@ impl DataDir {
     /// shared-memory files, then syncs their directory: once this returns,
     /// a power loss cannot bring the instance back.
     pub(crate) fn remove_instance(&self, actor: &str, key: &str) -> Result<()> {
-        let base = relative_instance_path(actor, key);
+        let base = layout::instance_file(actor, key);
         let mut removed = false;
         for suffix in ["", "-wal", "-shm"] {
             let path = format!("{base}{suffix}");
@@ -176,7 +208,7 @@ impl DataDir {
             }
         }
         if removed {
-            self.sync_dir(&format!("actors/{actor}"))?;
+            self.sync_dir(&layout::subdir(actor, key))?;
         }
         Ok(())
     }
@@ -192,16 +224,7 @@ pub(crate) fn open_dir_creating(path: &Path) -> Result<Dir> {
 
 /// Path of the database of (`actor`, `key`) under the data directory `root`.
 pub fn instance_path(root: &Path, actor: &str, key: &str) -> PathBuf {
-    root.join(relative_instance_path(actor, key))
-}
-
-fn relative_instance_path(actor: &str, key: &str) -> String {
-    format!("actors/{actor}/{}.sqlite", key_file_stem(key))
-}
-
-/// The file stem for `key`: the hex SHA-256 of its UTF-8 bytes.
-pub(crate) fn key_file_stem(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
+    root.join(layout::instance_file(actor, key))
 }
 
 /// Checks an actor name: 1 to 64 bytes of `[a-z0-9_-]`, starting with a letter or digit.
@@ -306,8 +329,8 @@ mod tests {
 
     #[test]
     fn different_keys_get_different_files() {
-        assert_ne!(key_file_stem("a"), key_file_stem("A"));
-        assert_ne!(key_file_stem("a"), key_file_stem("a "));
+        assert_ne!(layout::key_file_stem("a"), layout::key_file_stem("A"));
+        assert_ne!(layout::key_file_stem("a"), layout::key_file_stem("a "));
     }
 
     #[test]
@@ -328,6 +351,88 @@ mod tests {
         assert!(validate_key("").unwrap_err().to_string().contains("empty"));
         let long = validate_key(&"k".repeat(MAX_KEY_BYTES + 1)).unwrap_err();
         assert!(long.to_string().contains("limit is 1024 bytes"), "{long}");
+    }
+
+    /// Writes an instance of key `key` in the flat layout of older hosts
+    /// as a host killed while it was awake leaves it: a database and a log
+    /// that holds its only commit (`n`). Returns the files' names.
+    fn flat_instance(data: &DataDir, key: &str, n: i64) -> [String; 2] {
+        let scratch = tempfile::tempdir().unwrap();
+        let open = scratch.path().join("i.sqlite");
+        let conn = rusqlite::Connection::open(&open).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n);")
+            .unwrap();
+        conn.execute("INSERT INTO t VALUES (?)", [n]).unwrap();
+        let stem = layout::key_file_stem(key);
+        let names = [format!("{stem}.sqlite"), format!("{stem}.sqlite-wal")];
+        let actor = data.root().join("actors/a");
+        std::fs::copy(&open, actor.join(&names[0])).unwrap();
+        std::fs::copy(open.with_extension("sqlite-wal"), actor.join(&names[1])).unwrap();
+        drop(conn);
+        names
+    }
+
+    fn committed(data: &DataDir, key: &str) -> i64 {
+        let conn = rusqlite::Connection::open(data.instance_path("a", key)).unwrap();
+        conn.query_row("SELECT n FROM t", [], |r| r.get(0)).unwrap()
+    }
+
+    /// Every state a crash in the middle of the move can leave (any of the
+    /// files moved already, a database without its log among them) is
+    /// finished by the next start, and every commit is where SQLite finds it.
+    #[test]
+    fn instances_of_the_flat_layout_move_into_subdirectories_across_a_crash() {
+        let keys = ["one", "two"];
+        for moved_before in 0..16u32 {
+            let tmp = tempfile::tempdir().unwrap();
+            let data = DataDir::open(tmp.path(), Synchronous::Normal).unwrap();
+            std::fs::create_dir_all(tmp.path().join("actors/a")).unwrap();
+            std::fs::write(tmp.path().join("actors/a/notes.txt"), "mine").unwrap();
+            let files: Vec<String> = keys
+                .iter()
+                .enumerate()
+                .flat_map(|(i, key)| flat_instance(&data, key, i as i64 + 10))
+                .collect();
+            // The crash: the files of `moved_before` were moved already.
+            for (i, name) in files.iter().enumerate() {
+                if moved_before & (1 << i) != 0 {
+                    let actor = tmp.path().join("actors/a");
+                    std::fs::create_dir_all(actor.join(&name[..2])).unwrap();
+                    std::fs::rename(actor.join(name), actor.join(&name[..2]).join(name)).unwrap();
+                }
+            }
+            data.prepare_actor("a").unwrap();
+            for (i, key) in keys.iter().enumerate() {
+                assert_eq!(committed(&data, key), i as i64 + 10, "{moved_before:04b}");
+            }
+            let left: Vec<_> = std::fs::read_dir(tmp.path().join("actors/a"))
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| e.file_type().unwrap().is_file())
+                .map(|e| e.file_name().into_string().unwrap())
+                .collect();
+            assert_eq!(left, ["notes.txt"], "{moved_before:04b}");
+            // The next start has nothing to move.
+            data.prepare_actor("a").unwrap();
+            assert_eq!(committed(&data, "one"), 10);
+        }
+    }
+
+    #[test]
+    fn a_file_in_both_layouts_stops_the_start_and_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = DataDir::open(tmp.path(), Synchronous::Normal).unwrap();
+        data.prepare_actor("a").unwrap();
+        let [db, _] = flat_instance(&data, "k", 1);
+        std::fs::write(data.instance_path("a", "k"), b"newer").unwrap();
+        let err = format!("{:#}", data.prepare_actor("a").unwrap_err());
+        assert!(err.contains(&db) && err.contains("old layout"), "{err}");
+        // Neither file was touched.
+        assert_eq!(
+            std::fs::read(data.instance_path("a", "k")).unwrap(),
+            b"newer"
+        );
+        assert!(tmp.path().join("actors/a").join(&db).exists());
     }
 
     /// Runs `f` on a thread of its own on which every `fsync` fails with
@@ -394,9 +499,9 @@ mod tests {
         let path = data.instance_path("a", "k");
         std::fs::write(&path, b"db").unwrap();
         std::fs::write(path.with_extension("sqlite-wal"), b"wal").unwrap();
-        data.sync_created("a").unwrap();
+        data.sync_created("a", "k").unwrap();
         assert!(sync_failed(
-            with_failing_fsync(|| data.sync_created("a")).unwrap_err()
+            with_failing_fsync(|| data.sync_created("a", "k")).unwrap_err()
         ));
         let removed = with_failing_fsync(|| data.remove_instance("a", "k"));
         assert!(sync_failed(removed.unwrap_err()));
@@ -414,7 +519,7 @@ mod tests {
         let off = with_failing_fsync(|| DataDir::open(tmp.path(), Synchronous::Off)).unwrap();
         off.prepare_actor("a").unwrap();
         std::fs::write(off.instance_path("a", "k"), b"db").unwrap();
-        with_failing_fsync(|| off.sync_created("a")).unwrap();
+        with_failing_fsync(|| off.sync_created("a", "k")).unwrap();
         with_failing_fsync(|| off.remove_instance("a", "k")).unwrap();
         assert!(!off.instance_exists("a", "k"));
     }

@@ -242,7 +242,7 @@ impl InstanceStore {
         // Both are tried; the first failure is reported.
         let synced = self
             .data
-            .sync_created(&address.actor)
+            .sync_created(&address.actor, &address.key)
             .context("cannot sync the new instance's directory");
         let indexed = self
             .index
