@@ -308,9 +308,6 @@ pub fn queue_view(root: &Path, actor: &str, key: &str) -> Result<Option<QueueVie
 }
 
 fn read_queue(conn: &Connection) -> rusqlite::Result<Option<QueueView>> {
-    if !queue_db::has_schema(conn)? {
-        return Ok(None);
-    }
     let policy = queue_db::policy(conn)?;
     if policy.is_none() && workflow_db::record(conn)?.is_none() {
         return Ok(None);

@@ -187,3 +187,35 @@ async fn a_data_directory_of_the_flat_layout_is_moved_and_serves_every_instance(
     assert!(!burrow::instance_path(dir.path(), "counter", "k3").exists());
     assert_eq!(call(&host, "counter", "k3", "get", "[]").await, json!(0));
 }
+
+/// A counter holds its table and the host's two tables every instance
+/// has, no others: 16 KB on disk once asleep, with no file beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sleeping_counter_is_four_pages_and_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[counter()]).await;
+    assert_eq!(
+        call(&host, "counter", "c", "increment", "[2]").await,
+        json!(2)
+    );
+    host.shutdown().await;
+    drop(host);
+    let path = burrow::instance_path(dir.path(), "counter", "c");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 16 * 1024);
+    let beside: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, [path.file_name().unwrap()]);
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(tables, ["_burrow_instance", "_burrow_state", "counter"]);
+}

@@ -668,3 +668,56 @@ async fn a_run_of_events_commits_together_and_a_trap_in_it_fails_alone() {
     let used = host.commits() - commits;
     assert!(used < 12, "{used} commits for 12 events: no run");
 }
+
+/// The host's tables in the database of (`actor`, `key`), read with the
+/// host stopped.
+fn host_tables(dir: &std::path::Path, actor: &str, key: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(burrow::instance_path(dir, actor, key)).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '\\_burrow%' ESCAPE '\\' ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// An instance carries only the host tables it uses: a queue actor's
+/// gets its policy's table when it records one, and its events' tables
+/// with its first append, in that append's transaction (an append that
+/// rolls back leaves none).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queue_gets_its_tables_with_its_first_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let actors = [queue_probe()];
+    let host = start(dir.path(), &actors).await;
+    create(&host, "k", json!({})).await;
+    let e = host
+        .call(ACTOR, "k", "enqueue_then_fail", r#"["ghost"]"#)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("after the append"), "{e}");
+    // Read while no table exists: an empty queue.
+    let view = host.queue(ACTOR, "k").unwrap();
+    assert_eq!((view.pending_count, view.dead_letters.len()), (0, 0));
+    host.shutdown().await;
+    drop(host);
+    let before = ["_burrow_instance", "_burrow_queue_policy", "_burrow_state"];
+    assert_eq!(host_tables(dir.path(), ACTOR, "k"), before);
+
+    let host = start(dir.path(), &actors).await;
+    enqueue(&host, "k", json!([{ "type": "incr" }])).await;
+    assert_eq!(log_of(&host, "k", 1).await[0]["type"], "incr");
+    host.shutdown().await;
+    drop(host);
+    assert_eq!(
+        host_tables(dir.path(), ACTOR, "k"),
+        [
+            "_burrow_dead_letter",
+            "_burrow_instance",
+            "_burrow_queue",
+            "_burrow_queue_policy",
+            "_burrow_state"
+        ]
+    );
+}

@@ -220,9 +220,6 @@ impl Cell {
                 cell.starting = Some(Start::Created(now));
                 let hooks = async {
                     cell.db().create_schema().map_err(storage)?;
-                    if cell.exports.processor.is_some() {
-                        cell.db().ensure_queue_schema().map_err(storage)?;
-                    }
                     cell.hook("migrate").await?;
                     cell.create_hook(input).await?;
                     cell.hook("wake").await?;
@@ -237,9 +234,6 @@ impl Cell {
             _ => {
                 cell.starting = Some(Start::Woken);
                 let hooks = async {
-                    if cell.exports.processor.is_some() {
-                        cell.db().ensure_queue_schema().map_err(storage)?;
-                    }
                     cell.hook("migrate").await?;
                     cell.hook("wake").await?;
                     cell.snapshot_policy().await?;

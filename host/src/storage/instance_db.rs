@@ -204,12 +204,13 @@ impl InstanceDb {
         self.conn.execute_batch(SCHEMA)
     }
 
-    /// Makes sure the queue's tables exist, for an actor with a queue: at
-    /// creation, or at a start of an instance created before its actor
-    /// had a queue.
+    /// Makes sure the queue's tables exist, for a workflow (its queue
+    /// waits read the events). Other instances get them lazily: the
+    /// policy's when they record one, the events' at their first append.
     pub(crate) fn ensure_queue_schema(&self) -> rusqlite::Result<()> {
         if !super::queue::has_schema(&self.conn)? {
-            self.conn.execute_batch(super::queue::SCHEMA)?;
+            self.conn.execute_batch(super::queue::EVENTS_SCHEMA)?;
+            self.conn.execute_batch(super::queue::POLICY_SCHEMA)?;
         }
         Ok(())
     }

@@ -7,8 +7,10 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
 use crate::storage::sandbox::host_statement;
 
-/// The queue's internal tables.
-pub(crate) const SCHEMA: &str = "
+/// The tables of the queue's events, made by an instance's first append
+/// (in its transaction), or at the start of a workflow. Until then the
+/// instance's queue is empty: every reader here answers so (see [`or_empty`]).
+pub(crate) const EVENTS_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS main._burrow_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     type TEXT NOT NULL,
@@ -35,6 +37,10 @@ CREATE TABLE IF NOT EXISTS main._burrow_dead_letter (
     failed_at INTEGER NOT NULL,
     error TEXT NOT NULL
 );
+";
+
+/// The table of the queue's policy, made when an instance records one.
+pub(crate) const POLICY_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS main._burrow_queue_policy (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     mode TEXT NOT NULL,
@@ -45,14 +51,36 @@ CREATE TABLE IF NOT EXISTS main._burrow_queue_policy (
 const EVENT_COLUMNS: &str =
     "id, type, payload, priority, grp, created_at, attempts, not_before, last_error";
 
-/// Whether the queue's tables exist (databases created before the queue
-/// existed get them at their next start).
+/// Whether the tables of the queue's events exist.
 pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
     host_statement(
         conn,
         "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_queue'",
     )?
     .exists([])
+}
+
+/// Whether `e` says that one of the queue's tables does not exist (yet).
+fn absent(e: &rusqlite::Error) -> bool {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg))
+        | rusqlite::Error::SqlInputError { msg, .. } => ["_burrow_queue", "_burrow_dead_letter"]
+            .iter()
+            .any(|table| msg.starts_with(&format!("no such table: main.{table}"))),
+        _ => false,
+    }
+}
+
+/// `read`'s answer, or the answer of an empty queue (no events, no dead
+/// letters, no policy) if the queue's tables are not made yet. The tables
+/// are made lazily, so that an instance that never uses its queue does
+/// not carry them; asking whether they exist before every read would cost
+/// each read a query, where a missing table costs only the failed prepare.
+fn or_empty<T: Default>(read: impl FnOnce() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    match read() {
+        Err(e) if absent(&e) => Ok(T::default()),
+        other => other,
+    }
 }
 
 fn group_of(stored: String) -> Option<String> {
@@ -98,8 +126,17 @@ pub(crate) fn append(
     now: i64,
     max_pending: u64,
 ) -> Result<i64, AppendError> {
-    let pending: i64 = host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
-        .query_row([], |r| r.get(0))?;
+    let count = || {
+        host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
+            .query_row([], |r| r.get::<_, i64>(0))
+    };
+    let pending = match count() {
+        Err(e) if absent(&e) => {
+            conn.execute_batch(EVENTS_SCHEMA)?;
+            0
+        }
+        other => other?,
+    };
     if pending as u64 >= max_pending {
         return Err(AppendError::Full(max_pending));
     }
@@ -207,15 +244,21 @@ pub(crate) fn due_events(
          ORDER BY {} LIMIT ?4",
         order_by(mode)
     );
-    let mut stmt = host_statement(conn, &sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    stmt.query_map(params![now, ids, groups, limit], event)?
-        .collect()
+    or_empty(|| {
+        host_statement(conn, &sql)?
+            .query_map(params![now, ids, groups, limit], event)?
+            .collect()
+    })
 }
 
 /// Up to `limit` groups that have pending events, in name order. Each step
 /// is one index lookup, so this costs nothing like a scan of the queue.
 pub(crate) fn groups(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
+    or_empty(|| groups_of(conn, limit))
+}
+
+fn groups_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
     let mut stmt = host_statement(
         conn,
         "WITH RECURSIVE g(grp, n) AS (
@@ -248,12 +291,14 @@ pub(crate) fn group_head(
          ORDER BY {} LIMIT ?4",
         order_by(mode)
     );
-    let mut stmt = host_statement(conn, &sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    stmt.query_map(params![group, now, ids, limit], |row| {
-        Ok((event(row)?, row.get(9)?))
-    })?
-    .collect()
+    or_empty(|| {
+        host_statement(conn, &sql)?
+            .query_map(params![group, now, ids, limit], |row| {
+                Ok((event(row)?, row.get(9)?))
+            })?
+            .collect()
+    })
 }
 
 // Without the hint SQLite prefers a group index, for the GROUP BY, and
@@ -268,23 +313,29 @@ pub(crate) fn waiting_for_retry(
     conn: &Connection,
     now: i64,
 ) -> rusqlite::Result<HashMap<String, usize>> {
-    let mut stmt = host_statement(conn, WAITING_FOR_RETRY)?;
-    stmt.query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
-        .collect()
+    or_empty(|| {
+        host_statement(conn, WAITING_FOR_RETRY)?
+            .query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
+            .collect()
+    })
 }
 
 /// When the earliest pending event is due (0 for at once), or `None` if
 /// the queue is empty.
 pub(crate) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    host_statement(conn, "SELECT min(not_before) FROM main._burrow_queue")?
-        .query_row([], |r| r.get(0))
+    or_empty(|| {
+        host_statement(conn, "SELECT min(not_before) FROM main._burrow_queue")?
+            .query_row([], |r| r.get(0))
+    })
 }
 
 /// Number of pending events.
 pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
-    host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
-        .query_row([], |r| r.get::<_, i64>(0))
-        .map(|n| n as u64)
+    or_empty(|| {
+        host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
+            .query_row([], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+    })
 }
 
 /// The first `limit` pending events in fifo order.
@@ -292,9 +343,11 @@ pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Q
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM main._burrow_queue ORDER BY priority, created_at, id LIMIT ?"
     );
-    host_statement(conn, &sql)?
-        .query_map([limit as i64], event)?
-        .collect()
+    or_empty(|| {
+        host_statement(conn, &sql)?
+            .query_map([limit as i64], event)?
+            .collect()
+    })
 }
 
 /// Up to `limit` pending events whose type is one of `types` (any when
@@ -310,13 +363,19 @@ pub(crate) fn pending_of_types(
          WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
          ORDER BY priority, created_at, id LIMIT ?2"
     );
-    host_statement(conn, &sql)?
-        .query_map(params![types, limit as i64], event)?
-        .collect()
+    or_empty(|| {
+        host_statement(conn, &sql)?
+            .query_map(params![types, limit as i64], event)?
+            .collect()
+    })
 }
 
 /// The dead letters, oldest failure first.
 pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
+    or_empty(|| dead_letters_of(conn, limit))
+}
+
+fn dead_letters_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
     host_statement(
         conn,
         "SELECT id, type, payload, priority, grp, created_at, attempts, failed_at, error
@@ -341,6 +400,10 @@ pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<
 /// Moves dead letter `id` back into the queue with no failed attempts, at
 /// its old place in the order. Returns whether there was such a dead letter.
 pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
+    or_empty(|| requeue_dead_letter(conn, id))
+}
+
+fn requeue_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     let moved = host_statement(
         conn,
         "INSERT INTO main._burrow_queue (id, type, payload, priority, grp, created_at)
@@ -354,20 +417,25 @@ pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
 
 /// Deletes dead letter `id` for good. Returns whether there was one.
 pub(crate) fn discard(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    Ok(
-        host_statement(conn, "DELETE FROM main._burrow_dead_letter WHERE id = ?")?.execute([id])?
-            > 0,
-    )
+    or_empty(|| {
+        Ok(
+            host_statement(conn, "DELETE FROM main._burrow_dead_letter WHERE id = ?")?
+                .execute([id])?
+                > 0,
+        )
+    })
 }
 
 /// The recorded policy, or `None` if the instance has no queue.
 pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>> {
-    let row: Option<(String, Option<u32>)> = host_statement(
-        conn,
-        "SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1",
-    )?
-    .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-    .optional()?;
+    let row: Option<(String, Option<u32>)> = or_empty(|| {
+        host_statement(
+            conn,
+            "SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+    })?;
     Ok(row.and_then(|(mode, concurrency)| {
         Some(QueuePolicy {
             mode: QueueMode::parse(&mode)?,
@@ -379,6 +447,7 @@ pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>>
 /// Records the policy (once, at creation or at the first start that
 /// offers one).
 pub(crate) fn record_policy(conn: &Connection, policy: &QueuePolicy) -> rusqlite::Result<()> {
+    conn.execute_batch(POLICY_SCHEMA)?;
     host_statement(
         conn,
         "INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)",
@@ -393,8 +462,54 @@ mod tests {
 
     fn queue() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch(EVENTS_SCHEMA).unwrap();
+        conn.execute_batch(POLICY_SCHEMA).unwrap();
         conn
+    }
+
+    /// Before its first append an instance has no queue tables: every
+    /// read answers an empty queue, and the append makes them.
+    #[test]
+    fn a_queue_without_tables_is_empty_until_its_first_append() {
+        let conn = Connection::open_in_memory().unwrap();
+        assert_eq!(pending_count(&conn).unwrap(), 0);
+        assert_eq!(next_due(&conn).unwrap(), None);
+        assert!(pending(&conn, 10).unwrap().is_empty());
+        assert!(pending_of_types(&conn, &[], 10).unwrap().is_empty());
+        assert!(
+            due_events(&conn, QueueMode::Fifo, 0, &[], &[], 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(groups(&conn, 10).unwrap().is_empty());
+        assert!(
+            group_head(&conn, QueueMode::Fifo, "", 0, &[], 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(waiting_for_retry(&conn, 0).unwrap().is_empty());
+        assert!(dead_letters(&conn, 10).unwrap().is_empty());
+        assert!(!requeue(&conn, 1).unwrap());
+        assert!(!discard(&conn, 1).unwrap());
+        assert_eq!(policy(&conn).unwrap(), None);
+        assert!(!has_schema(&conn).unwrap());
+        // Other errors are not taken for an empty queue.
+        conn.execute_batch("CREATE TABLE _burrow_queue (x)")
+            .unwrap();
+        assert!(pending(&conn, 10).is_err());
+        conn.execute_batch("DROP TABLE _burrow_queue").unwrap();
+
+        let id = push(&conn, "a", 0, None, 5);
+        assert!(has_schema(&conn).unwrap());
+        assert_eq!(pending_count(&conn).unwrap(), 1);
+        assert_eq!(next_due(&conn).unwrap(), Some(0));
+        assert_eq!(pending(&conn, 10).unwrap()[0].id, id);
+        let fifo = QueuePolicy {
+            mode: QueueMode::Fifo,
+            concurrency: None,
+        };
+        record_policy(&conn, &fifo).unwrap();
+        assert_eq!(policy(&conn).unwrap(), Some(fifo));
     }
 
     fn push(conn: &Connection, kind: &str, priority: i32, group: Option<&str>, at: i64) -> i64 {
