@@ -259,15 +259,14 @@ impl Index {
         before: Option<&str>,
         limit: Option<usize>,
     ) -> rusqlite::Result<Vec<String>> {
+        let (lower, after_is_lower) = match after {
+            Some(after) if after >= from => (after, true),
+            _ => (from, false),
+        };
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare_cached(
-            "SELECT key FROM instances
-             WHERE actor = ?1 AND key >= ?2 AND (?3 IS NULL OR key > ?3)
-                   AND (?4 IS NULL OR key < ?4)
-             ORDER BY key LIMIT ?5",
-        )?;
+        let mut stmt = conn.prepare_cached(&keys_sql(after_is_lower, before.is_some()))?;
         let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        stmt.query_map(params![actor, from, after, before, limit], |r| r.get(0))?
+        stmt.query_map(params![actor, lower, before, limit], |r| r.get(0))?
             .collect()
     }
 
@@ -363,12 +362,72 @@ impl Index {
     }
 }
 
+/// The page of keys' statement: one range of the primary key, from the
+/// lower bound (`?2`, excluded when it is the last key of the page before)
+/// up to `?3` if given, `?4` rows. Each bound is written only when it
+/// applies: SQLite does not narrow its range by a bound written as
+/// `?n IS NULL OR key > ?n`, so with one every page scanned each key
+/// before it, and listing a million keys page by page took 39 s.
+fn keys_sql(after_is_lower: bool, bounded: bool) -> String {
+    format!(
+        "SELECT key FROM instances WHERE actor = ?1 AND key {} ?2 AND {} ORDER BY key LIMIT ?4",
+        if after_is_lower { ">" } else { ">=" },
+        if bounded { "key < ?3" } else { "?3 IS NULL" },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn actors() -> Vec<String> {
         vec!["a".into(), "w".into()]
+    }
+
+    /// A page of keys reads its own rows, not every key before it: the
+    /// page after the 1,990th of 2,000 keys takes SQLite a few dozen steps.
+    #[test]
+    fn a_page_of_keys_starts_where_the_page_before_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
+        for i in 0..2000 {
+            index.insert("a", &format!("k{i:04}"), 1).unwrap();
+        }
+        let steps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = |on: bool| {
+            let steps = steps.clone();
+            let mut conn = index.conn.lock().unwrap();
+            conn.progress_handler(
+                1,
+                on.then_some(move || {
+                    steps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    false
+                }),
+            )
+            .unwrap();
+        };
+        index.keys("a", "", Some("k1990"), None, Some(5)).unwrap();
+        count(true);
+        let page = index.keys("a", "", Some("k1990"), None, Some(5)).unwrap();
+        count(false);
+        assert_eq!(page, ["k1991", "k1992", "k1993", "k1994", "k1995"]);
+        let steps = steps.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(steps < 200, "{steps} steps for a page of 5");
+        // The other bounds still hold.
+        assert_eq!(
+            index.keys("a", "k1998", None, None, None).unwrap(),
+            ["k1998", "k1999"]
+        );
+        assert_eq!(
+            index.keys("a", "k1998", Some("k0005"), None, None).unwrap(),
+            ["k1998", "k1999"]
+        );
+        assert_eq!(
+            index
+                .keys("a", "k0", Some("k0997"), Some("k1"), None)
+                .unwrap(),
+            ["k0998", "k0999"]
+        );
     }
 
     #[test]
