@@ -1,5 +1,6 @@
 //! Create, wake, sleep and destroy.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
@@ -156,23 +157,11 @@ async fn a_data_directory_of_the_flat_layout_is_moved_and_serves_every_instance(
     }
     host.shutdown().await;
     drop(host);
-    // The flat layout.
     let actor = dir.path().join("actors/counter");
-    for subdir in std::fs::read_dir(&actor).unwrap() {
-        let subdir = subdir.unwrap().path();
-        for file in std::fs::read_dir(&subdir).unwrap() {
-            let file = file.unwrap().path();
-            std::fs::rename(&file, actor.join(file.file_name().unwrap())).unwrap();
-        }
-        std::fs::remove_dir(&subdir).unwrap();
-    }
+    make_flat(&actor);
 
     let host = start(dir.path(), &actors).await;
-    let flat = std::fs::read_dir(&actor)
-        .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_file())
-        .count();
-    assert_eq!(flat, 0, "every file was moved");
+    assert_eq!(flat_files(&actor), 0, "every file was moved");
     for (i, key) in keys.iter().enumerate() {
         assert!(burrow::instance_path(dir.path(), "counter", key).exists());
         assert_eq!(call(&host, "counter", key, "get", "[]").await, json!(i + 1));
@@ -186,6 +175,104 @@ async fn a_data_directory_of_the_flat_layout_is_moved_and_serves_every_instance(
     host.destroy("counter", "k3").await.unwrap();
     assert!(!burrow::instance_path(dir.path(), "counter", "k3").exists());
     assert_eq!(call(&host, "counter", "k3", "get", "[]").await, json!(0));
+}
+
+/// Moves every file of the actor directory `actor` out of its
+/// subdirectories, into the flat layout of hosts before them.
+fn make_flat(actor: &Path) {
+    for subdir in std::fs::read_dir(actor).unwrap() {
+        let subdir = subdir.unwrap().path();
+        if !subdir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&subdir).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::rename(&file, actor.join(file.file_name().unwrap())).unwrap();
+        }
+        std::fs::remove_dir(&subdir).unwrap();
+    }
+}
+
+/// The files in the actor directory `actor` itself.
+fn flat_files(actor: &Path) -> usize {
+    std::fs::read_dir(actor)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_file())
+        .count()
+}
+
+/// `burrow serve` killed with SIGKILL in the middle of the move into
+/// subdirectories: the next start finishes the move, and every instance
+/// answers with its value. Empty side files of 20,000 other keys make the
+/// move long enough for the test to see half of the files moved and kill
+/// the server before the move ends; if a fast disk finishes first, the
+/// test tries again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kill_9_in_the_middle_of_the_move_into_subdirectories_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let actors = [counter()];
+    let host = start(&data, &actors).await;
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let by = format!("[{}]", i + 1);
+        call(&host, "counter", key, "increment", &by).await;
+    }
+    host.shutdown().await;
+    drop(host);
+    let actor = data.join("actors/counter");
+    make_flat(&actor);
+    for i in 0..20_000 {
+        let path = burrow::instance_path(&data, "counter", &format!("other{i}"));
+        let name = format!("{}-shm", path.file_name().unwrap().to_str().unwrap());
+        std::fs::File::create(actor.join(name)).unwrap();
+    }
+    let total = flat_files(&actor);
+    let manifest = dir.path().join("burrow.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[host]\ndata_dir = {data:?}\n\n[actors.counter]\ncomponent = {:?}\n",
+            programs::COUNTER
+        ),
+    )
+    .unwrap();
+
+    let mut cut_in_the_middle = false;
+    for _try in 0..5 {
+        let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+            .arg("--manifest")
+            .arg(&manifest)
+            .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+            .env("BURROW_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while flat_files(&actor) > total / 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the move never got half way"
+            );
+            assert!(server.try_wait().unwrap().is_none(), "burrow serve ended");
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
+        let left = flat_files(&actor);
+        if left > 0 {
+            assert!(left < total);
+            cut_in_the_middle = true;
+            break;
+        }
+        make_flat(&actor);
+    }
+    assert!(cut_in_the_middle, "every move ended before the kill");
+
+    let host = start(&data, &actors).await;
+    assert_eq!(flat_files(&actor), 0, "the next start finished the move");
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(call(&host, "counter", key, "get", "[]").await, json!(i + 1));
+    }
 }
 
 /// A counter holds its table and the host's two tables every instance
