@@ -64,9 +64,13 @@ pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
 fn absent(e: &rusqlite::Error) -> bool {
     match e {
         rusqlite::Error::SqliteFailure(_, Some(msg))
-        | rusqlite::Error::SqlInputError { msg, .. } => ["_burrow_queue", "_burrow_dead_letter"]
-            .iter()
-            .any(|table| msg.starts_with(&format!("no such table: main.{table}"))),
+        | rusqlite::Error::SqlInputError { msg, .. } => [
+            "_burrow_queue",
+            "_burrow_dead_letter",
+            "_burrow_queue_policy",
+        ]
+        .iter()
+        .any(|table| msg.starts_with(&format!("no such table: main.{table}"))),
         _ => false,
     }
 }
