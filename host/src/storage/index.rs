@@ -102,10 +102,11 @@ impl Mark {
 
     /// The query of one actor's instances whose mark is due, earliest
     /// first: a range of the mark's index of that actor, never a scan of
-    /// its instances. Without `INDEXED BY`, SQLite read `actor = ?` by the
-    /// primary key (it guesses an equality narrower than a range), so at
-    /// every turn of the timer each mark read every instance of every
-    /// actor: a core's worth at a million instances.
+    /// its instances. Asked with `actor IN (...)` beside an index of the
+    /// mark alone, SQLite read by the primary key (it guesses an equality
+    /// narrower than a range), so at every turn of the timer each mark
+    /// read every instance of every actor: a core's worth at a million
+    /// instances. `INDEXED BY` leaves the planner no such guess.
     fn due_sql(self) -> &'static str {
         macro_rules! due {
             ($name:literal, $column:literal) => {
