@@ -11,7 +11,9 @@ use crate::support::{free_port, programs, wait_until_ready};
 
 const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 
-fn write_manifest(dir: &Path) -> std::path::PathBuf {
+/// Writes a manifest into `dir` with the counter alone and the data
+/// directory `dir/data`; its path.
+pub(crate) fn write_manifest(dir: &Path) -> std::path::PathBuf {
     let manifest = dir.join("burrow.toml");
     std::fs::write(
         &manifest,

@@ -228,15 +228,7 @@ async fn a_kill_9_in_the_middle_of_the_move_into_subdirectories_loses_nothing() 
         std::fs::File::create(actor.join(name)).unwrap();
     }
     let total = flat_files(&actor);
-    let manifest = dir.path().join("burrow.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[host]\ndata_dir = {data:?}\n\n[actors.counter]\ncomponent = {:?}\n",
-            programs::COUNTER
-        ),
-    )
-    .unwrap();
+    let manifest = crate::cli::write_manifest(dir.path());
 
     let mut cut_in_the_middle = false;
     for _try in 0..5 {

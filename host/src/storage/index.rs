@@ -431,15 +431,22 @@ mod tests {
         (out, steps.load(Ordering::Relaxed))
     }
 
-    /// A page of keys reads its own rows, not every key before it: the
-    /// page after the 1,990th of 2,000 keys takes SQLite a few dozen steps.
-    #[test]
-    fn a_page_of_keys_starts_where_the_page_before_ended() {
+    /// An index with 2,000 instances of actor `a`, `k0000` to `k1999`,
+    /// without marks (and the directory it lives in).
+    fn index_of_2000_keys() -> (tempfile::TempDir, Index) {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
         for i in 0..2000 {
             index.insert("a", &format!("k{i:04}"), 1).unwrap();
         }
+        (dir, index)
+    }
+
+    /// A page of keys reads its own rows, not every key before it: the
+    /// page after the 1,990th of 2,000 keys takes SQLite a few dozen steps.
+    #[test]
+    fn a_page_of_keys_starts_where_the_page_before_ended() {
+        let (_dir, index) = index_of_2000_keys();
         let page = |index: &Index| index.keys("a", "", Some("k1990"), None, Some(5)).unwrap();
         page(&index);
         let (page, steps) = steps_of(&index, page);
@@ -467,11 +474,7 @@ mod tests {
     /// beside 2,000 instances without a mark, not a look at each of them.
     #[test]
     fn due_marks_are_read_without_a_look_at_every_instance() {
-        let dir = tempfile::tempdir().unwrap();
-        let index = Index::open(&dir.path().join("host.sqlite")).unwrap();
-        for i in 0..2000 {
-            index.insert("a", &format!("k{i:04}"), 1).unwrap();
-        }
+        let (_dir, index) = index_of_2000_keys();
         for (actor, key, at) in [
             ("a", "k0007", 7),
             ("w", "x", 3),
