@@ -149,6 +149,12 @@ impl Index {
     /// commit and lose the mark.
     pub(crate) fn open_with(path: &Path, synchronous: Synchronous) -> rusqlite::Result<Index> {
         let conn = Connection::open(path)?;
+        // Statements run as prepared, whatever is bound (a page of keys
+        // binds its `LIMIT`): see `InstanceDb::open`.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", synchronous.pragma())?;
         conn.execute_batch(
