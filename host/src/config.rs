@@ -208,6 +208,15 @@ pub const MAX_OUTBOUND_PER_INSTANCE: usize = 16;
 /// Outgoing requests one host may have in flight at once, all instances
 /// together.
 pub const MAX_OUTBOUND_PER_HOST: usize = 1024;
+/// Longest an outgoing request's connection is kept open, idle, for the
+/// next request of the same actor to the same authority: under the five
+/// seconds after which common servers (Node's among them) close an idle
+/// connection themselves, so that one is rarely reused as it closes.
+pub const OUTBOUND_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+/// Idle connections kept per actor and authority.
+pub const MAX_IDLE_PER_ROUTE: usize = 64;
+/// Idle connections kept by one host, all actors together.
+pub const MAX_IDLE_CONNECTIONS: usize = 256;
 
 /// Default lease of a cluster member: how long its instances stay its own
 /// after its last heartbeat.

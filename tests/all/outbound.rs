@@ -68,6 +68,48 @@ async fn an_action_reaches_a_listed_server_and_reads_its_answer() {
     host.shutdown().await;
 }
 
+/// An actor's requests to one server go on one connection, kept open
+/// between them (for every instance of the actor); another actor's get
+/// their own; a connection its server closed is not used again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_requests_of_an_actor_to_one_server_share_a_kept_connection() {
+    let provider = Provider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut other = probe(&[provider.authority()]);
+    other.name = "http-probe-other".into();
+    let host = start(dir.path(), &[probe(&[provider.authority()]), other]).await;
+    let ok = json!({"url": provider.url("/ok")});
+
+    for key in ["a", "a", "a", "b", "a"] {
+        let got = fetch(&host, key, ok.clone()).await;
+        assert_eq!(got["status"], 200, "{got}");
+    }
+    assert_eq!(
+        provider.connections(),
+        1,
+        "one connection for five requests"
+    );
+    let got = call(
+        &host,
+        "http-probe-other",
+        "a",
+        "fetch",
+        &json!([ok]).to_string(),
+    )
+    .await;
+    assert_eq!(got["status"], 200, "{got}");
+    assert_eq!(provider.connections(), 2, "another actor connects anew");
+
+    let got = fetch(&host, "a", json!({"url": provider.url("/close")})).await;
+    assert_eq!(got["body"], "closing", "{got}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = fetch(&host, "a", ok.clone()).await;
+    assert_eq!(got["status"], 200, "{got}");
+    assert_eq!(provider.connections(), 3, "the closed connection was left");
+    assert_eq!(provider.seen_at("/ok").len(), 7);
+    host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn what_the_manifest_does_not_list_is_refused_before_any_connection() {
     let provider = Provider::start();

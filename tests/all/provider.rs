@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,7 +27,8 @@ pub struct Seen {
 /// - `/never`: reads the request and never answers;
 /// - `/trickle`: a head, then one byte of its body every 200 ms, forever;
 /// - `/big`: a body of 64 KiB; `/big-chunked`: the same, chunked;
-/// - `/slow`: 200 after 2 s.
+/// - `/slow`: 200 after 2 s;
+/// - `/close`: 200, then it closes the connection (without saying so).
 ///
 /// It counts only requests it read in full.
 pub struct Provider {
@@ -37,6 +39,8 @@ pub struct Provider {
     pub charges: Arc<Mutex<Option<std::sync::mpsc::Sender<Seen>>>>,
     /// `/charge` answers only once this is true.
     pub charge_open: Arc<Mutex<bool>>,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicUsize>,
 }
 
 impl Provider {
@@ -49,7 +53,9 @@ impl Provider {
             fail_first: Arc::default(),
             charges: Arc::default(),
             charge_open: Arc::new(Mutex::new(true)),
+            connections: Arc::default(),
         };
+        let connections = provider.connections.clone();
         let (seen, fail_first, charges, open) = (
             provider.seen.clone(),
             provider.fail_first.clone(),
@@ -59,6 +65,7 @@ impl Provider {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
+                connections.fetch_add(1, Ordering::SeqCst);
                 let (seen, fail_first, charges, open) = (
                     seen.clone(),
                     fail_first.clone(),
@@ -83,6 +90,10 @@ impl Provider {
 
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
+    }
+
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     pub fn seen_at(&self, path: &str) -> Vec<Seen> {
@@ -174,6 +185,10 @@ fn serve(
                 } else {
                     reply(&mut out, "200 OK", "", br#"{"paid": true}"#)?;
                 }
+            }
+            "/close" => {
+                reply(&mut out, "200 OK", "", b"closing")?;
+                return Ok(());
             }
             "/redirect" => reply(&mut out, "302 Found", "location: /ok\r\n", b"")?,
             "/never" => loop {

@@ -21,6 +21,7 @@
 //! `not-allowed:`, `denied:`, `limit:`) and names the actor and the
 //! authority; the SDKs turn the first two into their usual errors.
 
+mod pool;
 mod send;
 
 use std::sync::{Arc, Mutex};
@@ -171,6 +172,8 @@ fn step_request(
 pub(crate) struct Outbound {
     tls: Arc<rustls::ClientConfig>,
     in_flight: Arc<Semaphore>,
+    /// Connections kept open between requests.
+    pool: Arc<pool::Pool<send::RequestBody>>,
 }
 
 impl Outbound {
@@ -178,6 +181,7 @@ impl Outbound {
         Arc::new(Outbound {
             tls: trust.client_config(),
             in_flight: Arc::new(Semaphore::new(MAX_OUTBOUND_PER_HOST)),
+            pool: Arc::default(),
         })
     }
 }
@@ -302,6 +306,7 @@ impl Hooks {
             max_response: self.max_response,
             tls: self.host.tls.clone(),
             permits: (instance, host_permit),
+            pool: self.host.pool.clone(),
         })
     }
 }

@@ -1,8 +1,9 @@
-//! Sending one admitted request: resolving its host and checking the
-//! addresses (`outbound.rs`), connecting to one of them (TLS for
-//! `https`), and HTTP/1.1 through hyper, within the plan's timeouts and
-//! body limits. The host follows no redirect: a `3xx` is the guest's
-//! answer.
+//! Sending one admitted request: on a connection kept from an earlier
+//! request of the same actor to the same authority (`pool.rs`), or on a
+//! new one: resolving its host and checking the addresses
+//! (`outbound.rs`), connecting to one of them (TLS for `https`), and
+//! HTTP/1.1 through hyper; within the plan's timeouts and body limits. The
+//! host follows no redirect: a `3xx` is the guest's answer.
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -20,6 +21,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::Sent;
+use super::pool::{Pool, Route};
 use crate::outbound::refused_range;
 
 /// What an admitted request may do.
@@ -44,9 +46,22 @@ pub(crate) struct Plan {
     /// Its places among the requests in flight (the instance's, the
     /// host's), given back when its response's body is dropped.
     pub(super) permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    /// The host's kept connections.
+    pub(super) pool: Arc<Pool<RequestBody>>,
 }
 
 impl Plan {
+    /// The route of its connection in the pool.
+    fn route(&self) -> Route {
+        Route {
+            actor: self.actor.clone(),
+            https: self.https,
+            host: self.host.clone(),
+            port: self.port,
+            any_address: self.any_address,
+        }
+    }
+
     /// `timeout` from now, cut at the deadline.
     fn within(&self, timeout: Duration) -> Duration {
         timeout.min(self.deadline.saturating_duration_since(Instant::now()))
@@ -65,10 +80,66 @@ impl Plan {
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
-/// Sends `request` as `plan` allows.
-pub(super) async fn send(mut request: http::Request<WasiBody>, plan: Plan) -> Sent {
+/// The sending half of a connection, as the pool keeps it.
+type Sender = hyper::client::conn::http1::SendRequest<RequestBody>;
+
+/// Sends `request` as `plan` allows: on a connection kept from an earlier
+/// request of the same route if there is one, else on a new one.
+pub(super) async fn send(request: http::Request<WasiBody>, plan: Plan) -> Sent {
     let connect_by = Instant::now() + plan.within(plan.connect_timeout);
-    let addresses = resolve(&plan, connect_by).await?;
+    let mut request = on_the_wire(request, plan.max_request)?;
+    let route = plan.route();
+    let first_byte = plan.within(plan.first_byte_timeout);
+    // A kept connection the server closed meanwhile gives the request back
+    // unsent: it goes on the next one, or on a new connection.
+    while let Some(mut sender) = plan.pool.take(&route) {
+        let ready = tokio::time::timeout(left(connect_by), sender.ready()).await;
+        if !matches!(ready, Ok(Ok(()))) {
+            continue;
+        }
+        match tokio::time::timeout(first_byte, sender.try_send_request(request)).await {
+            Err(_) => return Err(Error::ConnectionReadTimeout),
+            Ok(Ok(answer)) => return answered(answer, sender, route, plan),
+            Ok(Err(mut failed)) => match failed.take_message() {
+                Some(unsent) => request = unsent,
+                None => return Err(Error::from(failed.into_error())),
+            },
+        }
+    }
+    let mut sender = connect_to(&plan, connect_by).await?;
+    let answer = tokio::time::timeout(first_byte, sender.send_request(request))
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)??;
+    answered(answer, sender, route, plan)
+}
+
+/// `request` as it goes on the wire: naming its path only (and `Host`),
+/// its body cut at `max_request`.
+fn on_the_wire(
+    mut request: http::Request<WasiBody>,
+    max_request: u64,
+) -> Result<http::Request<RequestBody>, Error> {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|_| Error::HttpRequestUriInvalid)?;
+    Ok(request.map(|body| RequestBody {
+        inner: body,
+        left: max_request,
+        max: max_request,
+    }))
+}
+
+/// A new connection for `plan`'s request, by `connect_by`: the name
+/// resolved and its addresses checked, TCP, TLS for `https`, and HTTP/1.1,
+/// whose connection runs on a task of its own until its sender is dropped.
+async fn connect_to(plan: &Plan, connect_by: Instant) -> Result<Sender, Error> {
+    let addresses = resolve(plan, connect_by).await?;
     let tcp = connect(&addresses, connect_by).await?;
     let _ = tcp.set_nodelay(true);
     let stream: Box<dyn Stream> = if plan.https {
@@ -84,53 +155,25 @@ pub(super) async fn send(mut request: http::Request<WasiBody>, plan: Plan) -> Se
         Box::new(tcp)
     };
     let handshake = hyper::client::conn::http1::handshake(TokioIo::new(stream));
-    let (mut sender, conn) = tokio::time::timeout(left(connect_by), handshake)
+    let (sender, conn) = tokio::time::timeout(left(connect_by), handshake)
         .await
         .map_err(|_| Error::ConnectionTimeout)??;
-
-    // On the wire, the request names its path only (and `Host`).
-    let path = request
-        .uri()
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    *request.uri_mut() = http::Uri::builder()
-        .path_and_query(path)
-        .build()
-        .map_err(|_| Error::HttpRequestUriInvalid)?;
-    let max_request = plan.max_request;
-    let request = request.map(|body| RequestBody {
-        inner: body,
-        left: max_request,
-        max: max_request,
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "an outgoing connection ended with an error");
+        }
     });
+    Ok(sender)
+}
 
-    // The response's head, within the first-byte timeout, while the
-    // connection's own future drives the I/O.
-    let first_byte = plan.within(plan.first_byte_timeout);
-    let mut conn = Some(conn);
-    let answer = tokio::time::timeout(first_byte, async {
-        let mut sent = std::pin::pin!(sender.send_request(request));
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(answer) = sent.as_mut().poll(cx) {
-                return Poll::Ready(answer.map_err(Error::from));
-            }
-            let Some(io) = conn.as_mut() else {
-                return Poll::Pending;
-            };
-            match ready!(Pin::new(io).poll(cx)) {
-                Ok(()) => {
-                    conn = None;
-                    sent.as_mut().poll(cx).map_err(Error::from)
-                }
-                Err(e) => Poll::Ready(Err(Error::from(e))),
-            }
-        })
-        .await
-    })
-    .await
-    .map_err(|_| Error::ConnectionReadTimeout)??;
-
+/// The answer's head came: its body, within the plan's limits, gives the
+/// connection back to the pool once read to its end.
+fn answered(
+    answer: http::Response<hyper::body::Incoming>,
+    sender: Sender,
+    route: Route,
+    plan: Plan,
+) -> Sent {
     let declared = answer
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -150,17 +193,14 @@ pub(super) async fn send(mut request: http::Request<WasiBody>, plan: Plan) -> Se
             between,
             deadline,
             pause: Box::pin(tokio::time::sleep(between)),
+            back: Some((plan.pool, route, sender)),
             _permits: plan.permits,
         }
         .boxed_unsync()
     });
-    let io = async move {
-        match conn {
-            Some(conn) => conn.await.map_err(Error::from),
-            None => Ok(()),
-        }
-    };
-    Ok((answer, Box::new(io)))
+    // The connection runs on its own task (`connect_to`): nothing is left
+    // for the caller to drive.
+    Ok((answer, Box::new(async { Ok(()) })))
 }
 
 /// The time from now to `at`.
@@ -232,7 +272,7 @@ async fn connect(addresses: &[SocketAddr], connect_by: Instant) -> Result<TcpStr
 }
 
 /// The guest's request body, cut at the actor's limit.
-struct RequestBody {
+pub(super) struct RequestBody {
     inner: WasiBody,
     left: u64,
     max: u64,
@@ -279,6 +319,8 @@ struct ResponseBody {
     between: Duration,
     deadline: Instant,
     pause: Pin<Box<tokio::time::Sleep>>,
+    /// Where its connection goes once the body has ended.
+    back: Option<(Arc<Pool<RequestBody>>, Route, Sender)>,
     _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 }
 
@@ -292,7 +334,13 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = &mut *self;
         match Pin::new(&mut this.incoming).poll_frame(cx) {
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(None) => {
+                // Read to its end: the connection may take another request.
+                if let Some((pool, route, sender)) = this.back.take() {
+                    pool.put(route, sender);
+                }
+                Poll::Ready(None)
+            }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Error::from(e)))),
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
