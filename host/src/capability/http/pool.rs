@@ -8,15 +8,16 @@
 //! is reused only for requests that the same check would have let make it.
 //! Another actor never gets it.
 //!
-//! A kept connection waits at most [`OUTBOUND_IDLE_TIMEOUT`], and the pool
-//! keeps at most [`MAX_IDLE_PER_ROUTE`] per route and
-//! [`MAX_IDLE_CONNECTIONS`] in all; the newest is taken first. A
+//! A kept connection waits at most [`OUTBOUND_IDLE_TIMEOUT`]: while the
+//! pool holds any, a task of its own closes those past their time every
+//! quarter of it. The pool keeps at most [`MAX_IDLE_PER_ROUTE`] per route
+//! and [`MAX_IDLE_CONNECTIONS`] in all; the newest is taken first. A
 //! connection the server closed meanwhile is dropped when it is taken
 //! (its sender says so), and a request it could not take goes on a new
 //! connection (`send.rs`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use hyper::client::conn::http1::SendRequest;
@@ -37,37 +38,47 @@ pub(super) struct Route {
 /// Idle connections, by route; `B` is the requests' body type.
 pub(crate) struct Pool<B> {
     idle: Mutex<Idle<B>>,
+    /// How long a connection may wait idle.
+    idle_timeout: Duration,
 }
 
 struct Idle<B> {
     by_route: HashMap<Route, Vec<(SendRequest<B>, Instant)>>,
     count: usize,
-    /// When connections past their time were last dropped.
-    swept: Instant,
+    /// The task that closes connections past their time is running.
+    sweeping: bool,
 }
 
 impl<B> Default for Pool<B> {
     fn default() -> Self {
-        Pool {
-            idle: Mutex::new(Idle {
-                by_route: HashMap::new(),
-                count: 0,
-                swept: Instant::now(),
-            }),
-        }
+        Pool::with_idle_timeout(OUTBOUND_IDLE_TIMEOUT)
     }
 }
 
 impl<B> Pool<B> {
+    fn with_idle_timeout(idle_timeout: Duration) -> Self {
+        Pool {
+            idle: Mutex::new(Idle {
+                by_route: HashMap::new(),
+                count: 0,
+                sweeping: false,
+            }),
+            idle_timeout,
+        }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Idle<B>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The newest idle connection of `route` that is still open, if any.
     pub(super) fn take(&self, route: &Route) -> Option<SendRequest<B>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.sweep();
+        let mut idle = self.idle();
         let kept = idle.by_route.get_mut(route)?;
         let before = kept.len();
         let mut found = None;
         while let Some((sender, since)) = kept.pop() {
-            if !sender.is_closed() && since.elapsed() < OUTBOUND_IDLE_TIMEOUT {
+            if !sender.is_closed() && since.elapsed() < self.idle_timeout {
                 found = Some(sender);
                 break;
             }
@@ -80,14 +91,21 @@ impl<B> Pool<B> {
         found
     }
 
+    /// Idle connections kept now (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.idle().count
+    }
+}
+
+impl<B: Send + 'static> Pool<B> {
     /// Keeps `sender`, whose last answer was read to its end, for the next
     /// request of `route`, if the pool has room.
-    pub(super) fn put(&self, route: Route, sender: SendRequest<B>) {
+    pub(super) fn put(self: &Arc<Self>, route: Route, sender: SendRequest<B>) {
         if sender.is_closed() {
             return;
         }
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.sweep();
+        let mut idle = self.idle();
         if idle.count >= MAX_IDLE_CONNECTIONS {
             return;
         }
@@ -97,30 +115,34 @@ impl<B> Pool<B> {
         }
         kept.push((sender, Instant::now()));
         idle.count += 1;
-    }
-
-    /// Idle connections kept now (for tests).
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.idle.lock().unwrap().count
+        if !idle.sweeping
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            idle.sweeping = true;
+            runtime.spawn(sweep(Arc::downgrade(self), self.idle_timeout / 4));
+        }
     }
 }
 
-impl<B> Idle<B> {
-    /// Drops connections past their time or closed by their server, at
-    /// most once a second.
-    fn sweep(&mut self) {
-        if self.swept.elapsed() < Duration::from_secs(1) {
+/// Closes the connections of `pool` past their time, or closed by their
+/// server, every `period`, until the pool holds none (or is gone).
+async fn sweep<B>(pool: Weak<Pool<B>>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(pool) = pool.upgrade() else {
             return;
-        }
-        self.swept = Instant::now();
-        self.by_route.retain(|_, kept| {
-            kept.retain(|(sender, since)| {
-                !sender.is_closed() && since.elapsed() < OUTBOUND_IDLE_TIMEOUT
-            });
+        };
+        let mut idle = pool.idle();
+        let timeout = pool.idle_timeout;
+        idle.by_route.retain(|_, kept| {
+            kept.retain(|(sender, since)| !sender.is_closed() && since.elapsed() < timeout);
             !kept.is_empty()
         });
-        self.count = self.by_route.values().map(Vec::len).sum();
+        idle.count = idle.by_route.values().map(Vec::len).sum();
+        if idle.count == 0 {
+            idle.sweeping = false;
+            return;
+        }
     }
 }
 
@@ -156,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_is_taken_again_only_by_its_actor_under_its_rule() {
-        let pool = Pool::<Body>::default();
+        let pool = Arc::new(Pool::<Body>::default());
         let (kept, _server) = sender().await;
         pool.put(route("a", false), kept);
         assert!(pool.take(&route("b", false)).is_none(), "another actor");
@@ -172,7 +194,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_its_server_closed_is_not_taken() {
-        let pool = Pool::<Body>::default();
+        let pool = Arc::new(Pool::<Body>::default());
         let (kept, server) = sender().await;
         pool.put(route("a", false), kept);
         drop(server);
@@ -186,7 +208,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_route_keeps_at_most_its_share() {
-        let pool = Pool::<Body>::default();
+        let pool = Arc::new(Pool::<Body>::default());
         let mut servers = Vec::new();
         for _ in 0..MAX_IDLE_PER_ROUTE + 3 {
             let (kept, server) = sender().await;
@@ -194,5 +216,24 @@ mod tests {
             pool.put(route("a", false), kept);
         }
         assert_eq!(pool.len(), MAX_IDLE_PER_ROUTE);
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_is_closed_after_its_time() {
+        let pool = Arc::new(Pool::<Body>::with_idle_timeout(Duration::from_millis(200)));
+        let (kept, mut server) = sender().await;
+        pool.put(route("a", false), kept);
+        assert_eq!(pool.len(), 1);
+        // The server's end reads the end of the stream once the pool has
+        // closed the connection.
+        let mut buf = [0u8; 16];
+        let read = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read(&mut server, &mut buf),
+        )
+        .await
+        .expect("the idle connection was not closed");
+        assert_eq!(read.unwrap(), 0);
+        assert_eq!(pool.len(), 0);
     }
 }
