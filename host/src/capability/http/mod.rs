@@ -286,15 +286,17 @@ impl Hooks {
             |asked: Option<Duration>, default: Duration| asked.unwrap_or(default).min(left);
         let options = options.unwrap_or_default();
         Ok(send::Plan {
-            actor: self.actor.clone(),
+            route: pool::Route {
+                actor: self.actor.clone(),
+                https: scheme == Scheme::Https,
+                host: host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port,
+                any_address: listing == Listed::Exactly,
+            },
             authority,
-            https: scheme == Scheme::Https,
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            port,
-            any_address: listing == Listed::Exactly,
             deadline: Instant::now() + left,
             connect_timeout: capped(options.connect_timeout, OUTBOUND_CONNECT_TIMEOUT),
             first_byte_timeout: capped(options.first_byte_timeout, OUTBOUND_FIRST_BYTE_TIMEOUT),

@@ -29,9 +29,10 @@ use crate::config::{MAX_IDLE_CONNECTIONS, MAX_IDLE_PER_ROUTE, OUTBOUND_IDLE_TIME
 pub(super) struct Route {
     pub(super) actor: Arc<str>,
     pub(super) https: bool,
+    /// A name, or an address (an IPv6 one without brackets).
     pub(super) host: String,
     pub(super) port: u16,
-    /// Made with every address allowed (its host is listed by its name).
+    /// Its very host is listed: any address it resolves to may be reached.
     pub(super) any_address: bool,
 }
 

@@ -26,15 +26,11 @@ use crate::outbound::refused_range;
 
 /// What an admitted request may do.
 pub(crate) struct Plan {
-    pub(super) actor: Arc<str>,
+    /// The actor, where the request goes and under which address rule;
+    /// its connection's place in the pool.
+    pub(super) route: Route,
     /// `scheme://host:port`, for messages.
     pub(super) authority: String,
-    pub(super) https: bool,
-    /// A name, or an address (an IPv6 one without brackets).
-    pub(super) host: String,
-    pub(super) port: u16,
-    /// Its very host is listed: any address it resolves to may be reached.
-    pub(super) any_address: bool,
     /// The call's or step's deadline: no timeout goes past it.
     pub(super) deadline: Instant,
     pub(super) connect_timeout: Duration,
@@ -51,27 +47,16 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// The route of its connection in the pool.
-    fn route(&self) -> Route {
-        Route {
-            actor: self.actor.clone(),
-            https: self.https,
-            host: self.host.clone(),
-            port: self.port,
-            any_address: self.any_address,
-        }
-    }
-
     /// `timeout` from now, cut at the deadline.
     fn within(&self, timeout: Duration) -> Duration {
         timeout.min(self.deadline.saturating_duration_since(Instant::now()))
     }
 
     fn denied(&self, why: String) -> Error {
-        tracing::warn!(actor = %self.actor, authority = %self.authority, "an outgoing request was refused: {why}");
+        tracing::warn!(actor = %self.route.actor, authority = %self.authority, "an outgoing request was refused: {why}");
         Error::InternalError(Some(format!(
             "denied: actor `{}` may not reach `{}`: {why}",
-            self.actor, self.authority
+            self.route.actor, self.authority
         )))
     }
 }
@@ -88,7 +73,7 @@ type Sender = hyper::client::conn::http1::SendRequest<RequestBody>;
 pub(super) async fn send(request: http::Request<WasiBody>, plan: Plan) -> Sent {
     let connect_by = Instant::now() + plan.within(plan.connect_timeout);
     let mut request = on_the_wire(request, plan.max_request)?;
-    let route = plan.route();
+    let route = plan.route.clone();
     let first_byte = plan.within(plan.first_byte_timeout);
     // A kept connection the server closed meanwhile gives the request back
     // unsent: it goes on the next one, or on a new connection.
@@ -142,8 +127,8 @@ async fn connect_to(plan: &Plan, connect_by: Instant) -> Result<Sender, Error> {
     let addresses = resolve(plan, connect_by).await?;
     let tcp = connect(&addresses, connect_by).await?;
     let _ = tcp.set_nodelay(true);
-    let stream: Box<dyn Stream> = if plan.https {
-        let name = rustls::pki_types::ServerName::try_from(plan.host.clone())
+    let stream: Box<dyn Stream> = if plan.route.https {
+        let name = rustls::pki_types::ServerName::try_from(plan.route.host.clone())
             .map_err(|_| Error::HttpRequestUriInvalid)?;
         let tls = tokio_rustls::TlsConnector::from(plan.tls.clone()).connect(name, tcp);
         let tls = tokio::time::timeout(left(connect_by), tls)
@@ -211,8 +196,9 @@ fn left(at: Instant) -> Duration {
 /// The addresses the request may connect to: its host's, less those of
 /// the refused ranges unless the host is listed by its very name.
 async fn resolve(plan: &Plan, connect_by: Instant) -> Result<Vec<SocketAddr>, Error> {
-    let found = lookup(&plan.host, plan.port, connect_by).await?;
-    reachable(&plan.host, found, plan.any_address).map_err(|why| plan.denied(why))
+    let route = &plan.route;
+    let found = lookup(&route.host, route.port, connect_by).await?;
+    reachable(&route.host, found, route.any_address).map_err(|why| plan.denied(why))
 }
 
 /// The addresses `host` (a name or an address) resolves to, by `by`.
