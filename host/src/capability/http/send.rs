@@ -73,18 +73,17 @@ type Sender = hyper::client::conn::http1::SendRequest<RequestBody>;
 pub(super) async fn send(request: http::Request<WasiBody>, plan: Plan) -> Sent {
     let connect_by = Instant::now() + plan.within(plan.connect_timeout);
     let mut request = on_the_wire(request, plan.max_request)?;
-    let route = plan.route.clone();
     let first_byte = plan.within(plan.first_byte_timeout);
     // A kept connection the server closed meanwhile gives the request back
     // unsent: it goes on the next one, or on a new connection.
-    while let Some(mut sender) = plan.pool.take(&route) {
+    while let Some(mut sender) = plan.pool.take(&plan.route) {
         let ready = tokio::time::timeout(left(connect_by), sender.ready()).await;
         if !matches!(ready, Ok(Ok(()))) {
             continue;
         }
         match tokio::time::timeout(first_byte, sender.try_send_request(request)).await {
             Err(_) => return Err(Error::ConnectionReadTimeout),
-            Ok(Ok(answer)) => return answered(answer, sender, route, plan),
+            Ok(Ok(answer)) => return answered(answer, sender, plan),
             Ok(Err(mut failed)) => match failed.take_message() {
                 Some(unsent) => request = unsent,
                 None => return Err(Error::from(failed.into_error())),
@@ -95,7 +94,7 @@ pub(super) async fn send(request: http::Request<WasiBody>, plan: Plan) -> Sent {
     let answer = tokio::time::timeout(first_byte, sender.send_request(request))
         .await
         .map_err(|_| Error::ConnectionReadTimeout)??;
-    answered(answer, sender, route, plan)
+    answered(answer, sender, plan)
 }
 
 /// `request` as it goes on the wire: naming its path only (and `Host`),
@@ -153,12 +152,7 @@ async fn connect_to(plan: &Plan, connect_by: Instant) -> Result<Sender, Error> {
 
 /// The answer's head came: its body, within the plan's limits, gives the
 /// connection back to the pool once read to its end.
-fn answered(
-    answer: http::Response<hyper::body::Incoming>,
-    sender: Sender,
-    route: Route,
-    plan: Plan,
-) -> Sent {
+fn answered(answer: http::Response<hyper::body::Incoming>, sender: Sender, plan: Plan) -> Sent {
     let declared = answer
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -178,7 +172,7 @@ fn answered(
             between,
             deadline,
             pause: Box::pin(tokio::time::sleep(between)),
-            back: Some((plan.pool, route, sender)),
+            back: Some((plan.pool, plan.route, sender)),
             _permits: plan.permits,
         }
         .boxed_unsync()
