@@ -108,8 +108,14 @@ async function bundle(entry, withHandler) {
  * unchanged sources would cost the host a compilation.) */
 async function inputsDigest(code, wit, world) {
   const hash = createHash('sha256');
-  const versions = await readFile(join(here, 'package-lock.json'));
-  hash.update(versions).update('\0').update(world).update('\0').update(code).update('\0');
+  // The SDK's package.json pins its build tools' versions; the lock file,
+  // where there is one (in the repository, not in an installed package),
+  // pins theirs too.
+  for (const file of ['package.json', 'package-lock.json']) {
+    const path = join(here, file);
+    if (existsSync(path)) hash.update(await readFile(path)).update('\0');
+  }
+  hash.update(world).update('\0').update(code).update('\0');
   for (const sub of ['', 'deps']) {
     const dir = join(wit, sub);
     const files = existsSync(dir) ? (await readdir(dir)).filter((f) => f.endsWith('.wit')).sort() : [];
