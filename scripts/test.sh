@@ -4,8 +4,10 @@
 # conformance actors are built into components first, by
 # tests/artifacts/build.rs; the cluster tests run against a private
 # PostgreSQL started here and stopped afterwards), the guest SDK's doc
-# tests, and the unit tests of the Python SDK and of the JavaScript SDK
-# (under Node, against a fake host).
+# tests, the unit tests of the Python SDK and of the JavaScript SDK
+# (under Node, against a fake host), and a newcomer's path outside the
+# repository (scripts/new-projects.sh: install, `burrow new`, build, test,
+# serve and call, in each language).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +20,4 @@ BURROW_TEST_POSTGRES=$(bash scripts/postgres.sh start "$postgres_dir")
 export BURROW_TEST_POSTGRES
 cargo test --workspace
 npm test --prefix guest-sdk-js
+bash scripts/new-projects.sh

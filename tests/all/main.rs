@@ -31,6 +31,7 @@ mod lifecycle;
 mod loading;
 mod logging;
 mod metrics;
+mod new;
 mod outbound;
 mod queue;
 mod sandbox;

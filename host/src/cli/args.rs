@@ -8,6 +8,24 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{DEFAULT_MAX_AWAKE, DEFAULT_MAX_CONNECTIONS, Synchronous};
 
+/// The language of a new project's actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// Rust, with the `burrow-sdk` crate.
+    Rust,
+    /// Python, with the `burrow-sdk` package and componentize-py.
+    Python,
+    /// JavaScript, with the `burrow-sdk` npm package and componentize-js.
+    Js,
+}
+
+/// What a new project's actor does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Template {
+    /// A counter: `increment(n)` and `get()`.
+    Counter,
+}
+
 /// Default address of `burrow serve` and of the client commands.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
@@ -204,6 +222,24 @@ pub enum ClusterCommand {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start a project of one actor in a new folder: `burrow new hello
+    /// --lang python`, then `cd hello` and `burrow build`.
+    New {
+        /// The project's folder, and its actor's name.
+        name: String,
+        /// The actor's language.
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
+        /// What the actor does.
+        #[arg(long, value_enum, default_value_t = Template::Counter)]
+        template: Template,
+        /// Where the SDK comes from, in the language's own terms: a git URL
+        /// or a crate's folder (Rust), a package's folder, wheel or URL
+        /// (Python), an `npm pack` tarball or folder (JavaScript), or a
+        /// version (default: this burrow's, as published).
+        #[arg(long, value_name = "SOURCE")]
+        sdk: Option<String>,
+    },
     /// Build the manifest's components (all, or the named actors).
     Build {
         /// Actors to build.

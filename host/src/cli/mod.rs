@@ -15,6 +15,7 @@ mod args;
 mod build;
 mod dev;
 mod embedded;
+mod new;
 mod output;
 mod remote;
 mod target;
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 
 pub use args::{
     AccessArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, HttpArgs,
-    LogFormat, Target,
+    Lang, LogFormat, Target, Template,
 };
 pub use output::exit_code;
 
@@ -69,6 +70,17 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
         token: cli.token.as_deref(),
     };
     match cli.command {
+        Command::New {
+            name,
+            lang,
+            template,
+            sdk,
+        } => {
+            let here = std::env::current_dir()
+                .map_err(|e| anyhow::anyhow!("cannot read the current folder: {e}"))?;
+            let next = new::new(&here, &name, lang, template, sdk.as_deref())?;
+            Ok(Some(serde_json::Value::String(next)))
+        }
         Command::Build { actors, host } => {
             build::build(manifest, &actors, &host).await?;
             Ok(None)

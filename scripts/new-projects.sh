@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A newcomer's path, outside the repository: installs `burrow` with
+# `cargo install --path host` into a temporary root, packs the SDKs (the
+# Rust one by the checkout's git URL, the Python one as a wheel installed
+# into a fresh virtual environment, the JavaScript one as an `npm pack`
+# tarball), then for each language and template creates a project with
+# `burrow new` in a temporary folder, builds it, runs its own test
+# (`cargo test`, `python -m unittest`, `npm test`), serves it and calls it.
+#
+#   scripts/new-projects.sh [LANG...]     # default: rust python js
+#
+# Nothing in the projects reads a file of the repository by path.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+langs=("$@")
+[ ${#langs[@]} -gt 0 ] || langs=(rust python js)
+templates=(counter)
+
+work=$(mktemp -d -t burrow-new-XXXXXX)
+server=""
+cleanup() {
+    [ -z "$server" ] || kill "$server" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "==> installing burrow into $work/install"
+# --debug with the workspace's target folder reuses the test build.
+cargo install --quiet --locked --debug --path "$repo/host" --root "$work/install" \
+    --target-dir "$repo/target"
+export PATH="$work/install/bin:$PATH"
+unset BURROW_DATA_DIR BURROW_MANIFEST BURROW_URL
+
+sdk_for() {
+    case "$1" in
+        rust) echo "file://$repo" ;;
+        python)
+            python3 -m pip wheel --quiet --disable-pip-version-check --no-deps \
+                "$repo/guest-sdk-py" -w "$work/wheels" >&2
+            ls "$work"/wheels/burrow_sdk-*.whl
+            ;;
+        js)
+            (cd "$repo/guest-sdk-js" && npm pack --silent --pack-destination "$work" >/dev/null)
+            ls "$work"/burrow-sdk-*.tgz
+            ;;
+    esac
+}
+
+# Serves the project in the current folder on its test's data directory
+# (its component compiled already) and calls its actor over HTTP.
+serve_and_call() {
+    local name=$1 data=$2 port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    BURROW_DATA_DIR="$data" burrow serve --listen "127.0.0.1:$port" &
+    server=$!
+    for _ in $(seq 1 600); do
+        curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+        kill -0 "$server" 2>/dev/null || { echo "burrow serve exited" >&2; exit 1; }
+        sleep 0.1
+    done
+    local got
+    got=$(burrow call --url "http://127.0.0.1:$port" "$name" served increment '[5]')
+    got=$(burrow call --url "http://127.0.0.1:$port" "$name" served increment '[2]')
+    [ "$got" = 7 ] || { echo "$name answered $got over HTTP, not 7" >&2; exit 1; }
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    server=""
+}
+
+for lang in "${langs[@]}"; do
+    sdk=$(sdk_for "$lang")
+    for template in "${templates[@]}"; do
+        name="hello-$lang-$template"
+        echo "==> burrow new $name --lang $lang --template $template"
+        cd "$work"
+        burrow new "$name" --lang "$lang" --template "$template" --sdk "$sdk"
+        cd "$name"
+        case "$lang" in
+            rust)
+                cargo test --quiet
+                data="target/tmp/burrow-test-data"
+                ;;
+            python)
+                python3 -m venv .venv
+                # shellcheck disable=SC1091
+                . .venv/bin/activate
+                pip install --quiet --disable-pip-version-check -r requirements.txt
+                python -m unittest
+                data="build/test-data"
+                ;;
+            js)
+                npm install --silent --no-audit --no-fund
+                npm test
+                data="build/test-data"
+                ;;
+        esac
+        serve_and_call "$name" "$data"
+        [ "$lang" != python ] || deactivate
+    done
+done
+echo "==> new projects: ${langs[*]} built, tested, served and called"
