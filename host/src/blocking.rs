@@ -62,8 +62,8 @@ pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
 /// (eight on two), from 4 to 64. More syncs in flight use the disk's
 /// parallelism, but each one's thread wake-up costs a core tens of
 /// microseconds: on two cores shared with a load generator, W2 over HTTP
-/// in `full` ran fastest with 4 to 8 of them (README, "Durability modes
-/// and commits"); in-process, where the cores are not all taken, eight
+/// in `full` ran fastest with 4 to 8 of them (CHANGELOG.md, "Threads kept
+/// for syncs"); in-process, where the cores are not all taken, eight
 /// and a thread for each sync measured alike within the noise.
 fn sync_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

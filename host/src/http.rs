@@ -23,9 +23,9 @@
 //! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
 //!
 //! Every routed request passes the guard of `auth.rs` first: with API
-//! tokens, a route needs the role its table says (see README's
-//! "Security"). Before that, the accept loop (`accept.rs`) holds every
-//! connection to the timeouts and caps of [`HttpLimits`].
+//! tokens, a route needs the role its table says (see
+//! docs/operating/security.md). Before that, the accept loop (`accept.rs`)
+//! holds every connection to the timeouts and caps of [`HttpLimits`].
 //!
 //! Errors are `{"error": {"code": ..., "message": ...}}` with status 400
 //! (malformed input), 401 (no or a wrong API token, or a request between

@@ -121,7 +121,7 @@ pub struct HostArgs {
     pub outbound_ca: Option<PathBuf>,
 }
 
-/// Who may use a server (see README's "Security").
+/// Who may use a server (see docs/operating/security.md).
 #[derive(Debug, clap::Args)]
 pub struct AccessArgs {
     /// Check requests against the API tokens in this TOML file (also

@@ -9,8 +9,8 @@
 //! wakes a parked worker to come and take it. On two cores, that woke the
 //! other worker for nearly every request of a lone connection, and moved
 //! the connection between the workers: about 40 µs of the cores' time a
-//! request, nearly half of what W1 over HTTP cost the server (README,
-//! "Performance").
+//! request, nearly half of what W1 over HTTP cost the server (CHANGELOG.md,
+//! "One connection's requests stay on one worker").
 //!
 //! [`RepollOwnWakes`] gives the future a waker of its own. A wake that
 //! comes while the future is being polled (from its own code, or from

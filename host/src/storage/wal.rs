@@ -85,7 +85,8 @@ struct CheckpointConn {
 /// starts a log over) wait behind one checkpoint's writes at most, not
 /// behind those of every busy instance. With the checkpoints of 64
 /// instances side by side, W2's p99 over HTTP was 35 to 38 ms; one at a
-/// time, 7 to 8 ms (README, "Durability modes and commits").
+/// time, 7 to 8 ms (CHANGELOG.md, "One thread for the checkpoints, and
+/// `fdatasync`").
 fn queue_checkpoint(checkpointer: Arc<Checkpointer>) {
     static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Arc<Checkpointer>>>>> = OnceLock::new();
     let queue = QUEUE.get_or_init(|| {
