@@ -18,11 +18,14 @@ burrow=target/debug/burrow
 echo "==> building the actors"
 # Components that `scripts/test.sh` compiled already (its compile cache is
 # target/tmp/compile-cache) need not be compiled again: a Python or
-# JavaScript component takes the host about a minute. Entries are named by
-# the component's bytes and the engine, so a stale one is never used.
+# JavaScript component takes the host about a minute. They go into the
+# user's compile cache, which `burrow` uses; entries are named by the
+# component's bytes and the engine, so a stale one is never used.
+cache="${BURROW_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/burrow}"
 if [ -d target/tmp/compile-cache ]; then
-    mkdir -p .burrow/cache
-    cp -al -n target/tmp/compile-cache/. .burrow/cache/ 2>/dev/null || true
+    mkdir -p "$cache"
+    cp -al -n target/tmp/compile-cache/. "$cache/" 2>/dev/null \
+        || cp -a -n target/tmp/compile-cache/. "$cache/" 2>/dev/null || true
 fi
 "$burrow" build
 

@@ -314,6 +314,9 @@ pub struct HostConfig {
     /// Where compiled components are cached (default: `cache/` in the data
     /// directory). Hosts on different data directories may share one.
     pub cache_dir: Option<PathBuf>,
+    /// The most bytes of compiled components the cache keeps: past it, the
+    /// entries used longest ago go.
+    pub cache_max: u64,
     /// The cluster this host joins (`None`: it runs alone on its data
     /// directory).
     pub cluster: Option<ClusterConfig>,
@@ -331,6 +334,7 @@ impl Default for HostConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             pooling: true,
             cache_dir: None,
+            cache_max: DEFAULT_CACHE_MAX,
             cluster: None,
             outbound_ca: None,
         }
@@ -429,6 +433,10 @@ pub const MAX_STEP_TIMEOUT: Duration = Duration::from_secs(300);
 /// (manifest `max_connections`); past it a connect gets HTTP 503
 /// `too-many-connections`.
 pub const DEFAULT_MAX_CONNECTIONS_PER_INSTANCE: usize = 1000;
+/// Default of the most bytes of compiled components a compile cache keeps
+/// (`cache_max` under `[host]`, `--cache-max`): a Python or JavaScript
+/// actor's compiled component takes about 40 MB, a Rust one 1 MB.
+pub const DEFAULT_CACHE_MAX: u64 = 2 << 30;
 /// Default of the most connections one host may have at once
 /// (`--max-connections`); past it a connect gets HTTP 503
 /// `too-many-connections`.

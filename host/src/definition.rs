@@ -9,7 +9,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::bindings::ExportsPre;
-use crate::cache;
+use crate::cache::CompileCache;
 use crate::config::{ActorOptions, MAX_COMPONENT_BYTES};
 use crate::instance::InstanceState;
 use crate::manifest::ActorSpec;
@@ -54,11 +54,11 @@ const CORE_MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0
 pub(crate) fn load(
     engine: &Engine,
     linker: &Linker<InstanceState>,
-    cache_dir: &cap_std::fs::Dir,
+    cache: &CompileCache,
     spec: &ActorSpec,
 ) -> Result<ActorDefinition, LoadError> {
     let bytes = read(spec)?;
-    from_bytes(engine, linker, cache_dir, &spec.name, &spec.options, &bytes)
+    from_bytes(engine, linker, cache, &spec.name, &spec.options, &bytes)
         .map_err(|reason| load_error(spec, reason))
 }
 
@@ -69,11 +69,11 @@ pub(crate) fn load(
 pub(crate) fn load_cached(
     engine: &Engine,
     linker: &Linker<InstanceState>,
-    cache_dir: &cap_std::fs::Dir,
+    cache: &CompileCache,
     spec: &ActorSpec,
 ) -> Result<Option<ActorDefinition>, LoadError> {
     let bytes = read(spec)?;
-    let Some(component) = cache::cached(engine, cache_dir, &bytes) else {
+    let Some(component) = cache.cached(engine, &bytes) else {
         return Ok(None);
     };
     define(linker, &component, &spec.name, &spec.options, &bytes)
@@ -118,13 +118,14 @@ fn load_error(spec: &ActorSpec, reason: String) -> LoadError {
 pub(crate) fn from_bytes(
     engine: &Engine,
     linker: &Linker<InstanceState>,
-    cache_dir: &cap_std::fs::Dir,
+    cache: &CompileCache,
     name: &str,
     options: &ActorOptions,
     bytes: &[u8],
 ) -> Result<ActorDefinition, String> {
     check(bytes)?;
-    let component = cache::load(engine, cache_dir, bytes)
+    let component = cache
+        .load(engine, bytes)
         .map_err(|e| format!("the component does not compile: {e:#}"))?;
     define(linker, &component, name, options, bytes)
 }
@@ -182,3 +183,4 @@ fn check_header(bytes: &[u8]) -> Result<(), String> {
         Err("this is not a WebAssembly component (it does not start with `\\0asm`)".into())
     }
 }
+

@@ -131,6 +131,11 @@ pub struct HostSection {
     /// CA certificates (PEM) that actors' outgoing HTTPS requests trust
     /// besides the system's roots (`--outbound-ca` wins).
     pub outbound_ca: Option<PathBuf>,
+    /// The compile cache (`--cache-dir` wins).
+    pub cache_dir: Option<PathBuf>,
+    /// The most bytes the compile cache keeps, such as `2GiB`
+    /// (`--cache-max` wins).
+    pub cache_max: Option<String>,
 }
 
 /// One actor of the manifest.
@@ -263,6 +268,11 @@ impl Manifest {
             .outbound_ca
             .as_ref()
             .map(|path| self.dir.join(path))
+    }
+
+    /// The compile cache the manifest names, relative to its directory.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.host.cache_dir.as_ref().map(|path| self.dir.join(path))
     }
 
     /// The data directory the manifest asks for, relative to its directory.

@@ -4,13 +4,10 @@
 //! --scale`: every instance made, listed and counted on disk.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::support::{programs, shared_cache};
-
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 
 /// Hard-links the shared compile cache into `cache`, so that the bench's
 /// hosts need not compile what the tests compiled already.
@@ -31,7 +28,7 @@ fn link_cache(cache: &Path) {
 /// Runs `burrow bench` with `args` on `manifest`, its data under `data`;
 /// it must succeed. Returns its report and what it printed on stderr.
 fn bench(manifest: &Path, data: &Path, args: &[&str]) -> (Value, String) {
-    let out = Command::new(BURROW)
+    let out = crate::support::burrow_command()
         .arg("--manifest")
         .arg(manifest)
         .arg("bench")

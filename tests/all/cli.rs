@@ -9,8 +9,6 @@ use serde_json::{Value, json};
 
 use crate::support::{free_port, programs, wait_until_ready};
 
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
-
 /// Writes a manifest into `dir` with the counter alone and the data
 /// directory `dir/data`; its path.
 pub(crate) fn write_manifest(dir: &Path) -> std::path::PathBuf {
@@ -27,7 +25,7 @@ pub(crate) fn write_manifest(dir: &Path) -> std::path::PathBuf {
 }
 
 pub(crate) fn burrow(manifest: &Path, args: &[&str]) -> Output {
-    Command::new(BURROW)
+    crate::support::burrow_command()
         .arg("--manifest")
         .arg(manifest)
         .args(args)
@@ -66,7 +64,7 @@ impl Serve {
     /// listens: components may still be compiling.
     pub(crate) fn spawn(manifest: &Path, args: &[&str]) -> Serve {
         let port = free_port();
-        let child = Command::new(BURROW)
+        let child = crate::support::burrow_command()
             .arg("--manifest")
             .arg(manifest)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -145,7 +143,7 @@ fn a_closed_stdout_is_no_panic() {
     ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = Command::new(BURROW)
+        let out = crate::support::burrow_command()
             .arg("--manifest")
             .arg(&manifest)
             .args(args)
@@ -371,14 +369,26 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     std::fs::write(
         &manifest,
         format!(
-            "[actors.made]\ncomponent = \"made.wasm\"\nbuild = \"sleep 5.5 && cp {} made.wasm\"\n\
+            "[host]\ncache_dir = \"compiled\"\n\
+             [actors.made]\ncomponent = \"made.wasm\"\nbuild = \"sleep 5.5 && cp {} made.wasm\"\n\
              [actors.broken]\ncomponent = \"broken.wasm\"\nbuild = \"printf built > broken.wasm\"\n\
              [actors.fails]\ncomponent = \"x.wasm\"\nbuild = \"exit 3\"\n",
             programs::COUNTER
         ),
     )
     .unwrap();
-    let out = burrow(&manifest, &["build", "made"]);
+    // The manifest's compile cache, not the tests' shared one.
+    let build = |actor: &str| {
+        crate::support::burrow_command()
+            .env_remove("BURROW_CACHE_DIR")
+            .arg("--manifest")
+            .arg(&manifest)
+            .args(["build", actor])
+            .env("BURROW_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let out = build("made");
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Each stage names the actor, and a slow one says it still runs.
@@ -392,9 +402,9 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     ] {
         assert!(stderr.contains(line), "no `{line}` in:\n{stderr}");
     }
-    // The component was compiled into the data directory's cache, and the
-    // times recorded beside it.
-    let cached = std::fs::read_dir(dir.path().join(".burrow/cache"))
+    // The component was compiled into the manifest's cache (`cache_dir`),
+    // and the times recorded in the data directory.
+    let cached = std::fs::read_dir(dir.path().join("compiled"))
         .unwrap()
         .count();
     assert_eq!(cached, 1);
@@ -407,7 +417,7 @@ fn build_runs_the_manifest_build_commands_and_checks_the_components() {
     );
     assert_eq!(records["made"]["compiled"], true, "{records}");
     // Built again, it is compiled already.
-    let out = burrow(&manifest, &["build", "made"]);
+    let out = build("made");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("[1/1] made: already compiled (compile cache)"),
@@ -824,7 +834,7 @@ fn watch_prints_each_event_as_a_json_line_until_the_server_closes() {
     let manifest = write_chat_manifest(dir.path());
     let server = Serve::start(&manifest);
     let url = server.url.clone();
-    let mut watch = Command::new(BURROW)
+    let mut watch = crate::support::burrow_command()
         .arg("--manifest")
         .arg(&manifest)
         .args(["watch", "chat-room", "lobby", "--url", &url])
@@ -1178,7 +1188,7 @@ fn calls_over_https_trust_the_ca_given_by_flag_or_environment() {
     let server = Serve::start(&manifest);
     let url = server.url.replace("http://", "https://");
     let call = |ca_flag: Option<&Path>, ca_env: Option<&Path>| {
-        let mut command = Command::new(BURROW);
+        let mut command = crate::support::burrow_command();
         command
             .arg("--manifest")
             .arg(&manifest)

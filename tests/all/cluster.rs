@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use crate::postgres;
 use crate::support::{free_port, programs};
 
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
 /// The lease, heartbeat and margin the test clusters run with.
 const LEASE: Duration = Duration::from_secs(2);
 const HEARTBEAT: &str = "250ms";
@@ -106,7 +105,7 @@ impl Cluster {
     /// Starts host `i` (again) and waits until it answers.
     fn start_host(&mut self, i: usize) {
         let port = self.hosts[i].port;
-        let child = Command::new(BURROW)
+        let child = crate::support::burrow_command()
             .arg("--manifest")
             .arg(&self.manifest)
             .arg("serve")
@@ -271,7 +270,7 @@ async fn increments_spread_over_three_hosts_sum_exactly() {
             ["k0", "k1", "k2", "k3", "k4"]
         );
     }
-    let status = Command::new(BURROW)
+    let status = crate::support::burrow_command()
         .args(["--json", "cluster", "status", "--url", &cluster.url(2)])
         .output()
         .unwrap();

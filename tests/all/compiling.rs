@@ -76,8 +76,9 @@ fn write_manifest(dir: &Path) -> std::path::PathBuf {
 async fn a_new_server_answers_rust_actors_while_python_ones_compile() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_manifest(dir.path());
-    // A new data directory: its compile cache is empty.
-    let server = Serve::spawn(&manifest, &[]);
+    // A new data directory, and an empty compile cache of its own.
+    let cache = dir.path().join("cache");
+    let server = Serve::spawn(&manifest, &["--cache-dir", cache.to_str().unwrap()]);
     let url = server.url.clone();
 
     let (status, health) = get(&format!("{url}/healthz")).await;

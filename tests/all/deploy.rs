@@ -4,7 +4,7 @@
 //! manifest's component again.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use burrow::manifest::ActorSpec;
@@ -407,10 +407,8 @@ async fn connections_stay_open_across_a_deploy() {
     host.shutdown().await;
 }
 
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
-
 fn serve(manifest: &Path, port: u16) -> Child {
-    let child = Command::new(BURROW)
+    let child = crate::support::burrow_command()
         .arg("--manifest")
         .arg(manifest)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -429,7 +427,7 @@ fn serve(manifest: &Path, port: u16) -> Child {
 }
 
 fn cli(manifest: &Path, args: &[&str]) -> (bool, Value) {
-    let output = Command::new(BURROW)
+    let output = crate::support::burrow_command()
         .arg("--manifest")
         .arg(manifest)
         .args(args)
@@ -523,7 +521,7 @@ fn dev_rebuilds_and_deploys_on_a_change_of_the_sources() {
         .unwrap()
         .port();
     let log = dir.path().join("dev.log");
-    let mut child = Command::new(BURROW)
+    let mut child = crate::support::burrow_command()
         .arg("--manifest")
         .arg(&manifest)
         .args(["dev", "--listen", &format!("127.0.0.1:{port}")])

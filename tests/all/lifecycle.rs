@@ -232,7 +232,7 @@ async fn a_kill_9_in_the_middle_of_the_move_into_subdirectories_loses_nothing() 
 
     let mut cut_in_the_middle = false;
     for _try in 0..5 {
-        let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        let mut server = crate::support::burrow_command()
             .arg("--manifest")
             .arg(&manifest)
             .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])

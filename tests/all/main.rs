@@ -14,6 +14,7 @@ mod calls;
 mod cli;
 mod client;
 mod cluster;
+mod compile_cache;
 mod compiling;
 mod concurrency;
 mod conformance;

@@ -425,7 +425,7 @@ fn json_logs_carry_the_span_of_the_call() {
         ),
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+    let output = crate::support::burrow_command()
         .arg("--manifest")
         .arg(&manifest)
         .args(["--log-format", "json", "call", "--local", "probe", "k"])

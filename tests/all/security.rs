@@ -558,10 +558,8 @@ async fn headers_only_hosts_of_a_cluster_send_are_refused_from_anyone_else() {
     server.stop().await;
 }
 
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
-
 fn burrow_serve(manifest: &std::path::Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(BURROW)
+    crate::support::burrow_command()
         .arg("--manifest")
         .arg(manifest)
         .arg("serve")
@@ -714,7 +712,7 @@ fn serve_refuses_an_address_others_reach_without_tokens_unless_told() {
     // The CLI sends its token from the flag or the environment.
     let url = format!("http://127.0.0.1:{port}");
     let call = |token: Option<(&str, &str)>| {
-        let mut command = std::process::Command::new(BURROW);
+        let mut command = crate::support::burrow_command();
         command
             .arg("--manifest")
             .arg(&manifest)

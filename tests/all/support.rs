@@ -14,6 +14,14 @@ pub fn shared_cache() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache")
 }
 
+/// The `burrow` binary, with the tests' shared compile cache (not the
+/// user's).
+pub fn burrow_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"));
+    command.env("BURROW_CACHE_DIR", shared_cache());
+    command
+}
+
 pub fn config(dir: &Path) -> HostConfig {
     HostConfig {
         data_dir: dir.to_path_buf(),

@@ -119,6 +119,16 @@ pub struct HostArgs {
     /// besides the system's roots (also `outbound_ca` under `[host]`).
     #[arg(long)]
     pub outbound_ca: Option<PathBuf>,
+    /// The compile cache, shared by every data directory and project that
+    /// names it (also `cache_dir` under `[host]`; default
+    /// `$XDG_CACHE_HOME/burrow`, else `~/.cache/burrow`).
+    #[arg(long, env = "BURROW_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most the compile cache keeps, such as `2GiB` (also `cache_max`
+    /// under `[host]`; default 2 GiB): past it, the compiled components
+    /// used longest ago go.
+    #[arg(long, value_name = "SIZE")]
+    pub cache_max: Option<String>,
 }
 
 /// Who may use a server (see docs/operating/security.md).

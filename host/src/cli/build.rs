@@ -63,12 +63,10 @@ pub(super) async fn build(manifest_path: &Path, only: &[String], host: &HostArgs
             },
         );
     }
-    let config = host_config(&manifest, host);
-    let cache = config.data_dir.join("cache");
+    let config = host_config(&manifest, host)?;
     for (i, actor) in selected.iter().enumerate() {
         let tag = format!("[{}/{total}] {}", i + 1, actor.name);
         let bytes = std::fs::metadata(&actor.component).map_or(0, |m| m.len());
-        let entries_before = count_entries(&cache);
         eprintln!("{tag}: checking and compiling {}", megabytes(bytes));
         let started = Instant::now();
         let spec = (*actor).clone();
@@ -82,9 +80,8 @@ pub(super) async fn build(manifest_path: &Path, only: &[String], host: &HostArgs
                 Err(_) => eprintln!("{tag}: compiling, {}", seconds(started.elapsed())),
             }
         };
-        result?;
+        let compiled = result? > 0;
         let took = started.elapsed();
-        let compiled = count_entries(&cache) > entries_before;
         if compiled {
             eprintln!("{tag}: compiled in {}", seconds(took));
         } else {
@@ -158,13 +155,4 @@ pub(super) async fn run_build_command(
         megabytes(bytes)
     );
     Ok(Some(took))
-}
-
-fn count_entries(cache: &Path) -> usize {
-    std::fs::read_dir(cache).map_or(0, |entries| {
-        entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".cwasm"))
-            .count()
-    })
 }

@@ -48,7 +48,7 @@ pub(super) async fn dev(
     let access = access_of(&manifest, access, listen)?;
     let limits = http_limits(&manifest, http)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
-    let config = host_config(&manifest, args);
+    let config = host_config(&manifest, args)?;
     let tls = tls(&manifest, None)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await

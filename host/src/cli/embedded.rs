@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::{AccessArgs, ClusterArgs, HostArgs, HttpArgs};
-use crate::config::{ClusterConfig, HostConfig, HttpLimits, parse_duration};
+use crate::config::{
+    ClusterConfig, DEFAULT_CACHE_MAX, HostConfig, HttpLimits, parse_duration, parse_size,
+};
 use crate::host::Host;
 use crate::http::Tls;
 use crate::manifest::Manifest;
@@ -18,8 +20,15 @@ pub(super) fn load_manifest(path: &Path) -> Result<Manifest> {
     Manifest::load(path)
 }
 
-pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
-    HostConfig {
+pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> Result<HostConfig> {
+    let cache_max = match args.cache_max.as_ref() {
+        Some(text) => parse_size(text).map_err(|e| anyhow::anyhow!("--cache-max: {e}"))?,
+        None => match manifest.host.cache_max.as_ref() {
+            Some(text) => parse_size(text).map_err(|e| anyhow::anyhow!("cache_max: {e}"))?,
+            None => DEFAULT_CACHE_MAX as usize,
+        },
+    };
+    Ok(HostConfig {
         data_dir: args.data_dir.clone().unwrap_or_else(|| manifest.data_dir()),
         synchronous: args
             .synchronous
@@ -28,10 +37,29 @@ pub(super) fn host_config(manifest: &Manifest, args: &HostArgs) -> HostConfig {
         max_awake: args.max_awake,
         max_connections: args.max_connections,
         pooling: true,
-        cache_dir: None,
+        cache_dir: args
+            .cache_dir
+            .clone()
+            .or_else(|| manifest.cache_dir())
+            .or_else(user_cache_dir),
+        cache_max: cache_max as u64,
         cluster: None,
         outbound_ca: args.outbound_ca.clone().or_else(|| manifest.outbound_ca()),
-    }
+    })
+}
+
+/// The user's compile cache, shared by every data directory and project:
+/// `$XDG_CACHE_HOME/burrow`, else `~/.cache/burrow`; `None` (the data
+/// directory's own) when neither can be told.
+fn user_cache_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("XDG_CACHE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+        .map(|cache| cache.join("burrow"))
 }
 
 /// The cluster `burrow serve` joins, from its flags and the manifest's
@@ -161,7 +189,7 @@ pub(super) fn tls(manifest: &Manifest, flags: Option<(PathBuf, PathBuf)>) -> Res
 pub(super) async fn start_host(manifest_path: &Path, args: &HostArgs) -> Result<Host> {
     let manifest = load_manifest(manifest_path)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
-    Host::launch(host_config(&manifest, args), &actors).await
+    Host::launch(host_config(&manifest, args)?, &actors).await
 }
 
 /// Serves the HTTP API (and, unless `no_ui` or the manifest says
@@ -187,7 +215,7 @@ pub(super) async fn serve(
     let limits = http_limits(&manifest, http)?;
     let actors: Vec<_> = manifest.actors.values().cloned().collect();
     let tls = self::tls(&manifest, tls)?;
-    let mut config = host_config(&manifest, args);
+    let mut config = host_config(&manifest, args)?;
     config.cluster = cluster_config(&manifest, cluster, listen, tls.is_some())?;
     if let Some(cluster) = &mut config.cluster {
         cluster.trust = super::remote::trust(ca_cert)

@@ -31,8 +31,8 @@ pub fn load_component(bytes: &[u8], cache_dir: &Path) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = dir.path().join("fuzz.wasm");
     std::fs::write(&file, bytes).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(cache_dir).map_err(|e| e.to_string())?;
-    let cache = crate::storage::open_dir_creating(cache_dir).map_err(|e| e.to_string())?;
+    let cache = crate::cache::CompileCache::open(cache_dir, config.cache_max)
+        .map_err(|e| format!("{e:#}"))?;
     let spec = crate::manifest::ActorSpec::new("fuzz", &file);
     crate::definition::load(&engine, &linker, &cache, &spec)
         .map(drop)

@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 use crate::address::Address;
 use crate::background::Background;
+use crate::cache::CompileCache;
 use crate::caller::Caller;
 use crate::capability;
 use crate::cell::Origin;
@@ -35,7 +36,7 @@ use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::manifest::ActorSpec;
 use crate::runtime::{Compile, ConflictRetry, Core, Deployed, Readiness, load_actors};
-use crate::storage::{open_dir_creating, validate_actor_name};
+use crate::storage::validate_actor_name;
 use guest_link::GuestLink;
 pub use log_syncs::LogSyncs;
 pub use queue::{SendOptions, SendOutcome};
@@ -526,15 +527,16 @@ impl Host {
 
 /// Compiles every actor's component into the compile cache of `config` and
 /// checks it against the WIT world, without starting a host: no lock is
-/// taken, so a server may be running on the same data directory.
-pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<()> {
+/// taken, so a server may be running on the same data directory. Returns
+/// how many components were compiled (the others were in the cache).
+pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<usize> {
     let engine = engine::build(config.max_awake, config.pooling)?;
     let linker = capability::linker(&engine)?;
-    let cache = config
+    let path = config
         .cache_dir
         .clone()
         .unwrap_or_else(|| config.data_dir.join("cache"));
-    let cache_dir = open_dir_creating(&cache)?;
-    load_actors(&engine, &linker, &cache_dir, actors, Compile::Before).await?;
-    Ok(())
+    let cache = CompileCache::open(&path, config.cache_max)?;
+    load_actors(&engine, &linker, &cache, actors, Compile::Before).await?;
+    Ok(cache.compiled())
 }

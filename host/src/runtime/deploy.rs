@@ -56,8 +56,8 @@ impl Core {
         let _one_at_a_time = self.deploying.lock().await;
         let running = self.deployable(actor).await?;
         let (engine, linker) = (self.engine.clone(), self.linker.clone());
-        let cache_dir = self
-            .cache_dir
+        let cache = self
+            .cache
             .try_clone()
             .map_err(|e| Error::Overloaded(format!("cannot open the compile cache: {e}")))?;
         let spec = self
@@ -67,7 +67,7 @@ impl Core {
         let (name, options) = (actor.to_owned(), spec.options.clone());
         // Compiling is CPU-bound: keep it off the async workers.
         let loaded = tokio::task::spawn_blocking(move || {
-            definition::from_bytes(&engine, &linker, &cache_dir, &name, &options, &bytes)
+            definition::from_bytes(&engine, &linker, &cache, &name, &options, &bytes)
         })
         .await
         .map_err(|e| invalid(actor, format!("loading it failed: {e}")))?

@@ -27,6 +27,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 use crate::address::ByActor;
+use crate::cache::CompileCache;
 use crate::definition::{self, ActorDefinition, LoadError};
 use crate::error::Error;
 use crate::instance::InstanceState;
@@ -110,7 +111,7 @@ impl Actors {
     pub(crate) fn load(
         engine: &Engine,
         linker: &Linker<InstanceState>,
-        cache_dir: &cap_std::fs::Dir,
+        cache: &CompileCache,
         specs: &[ActorSpec],
         compile: Compile,
     ) -> Result<Actors, LoadError> {
@@ -119,8 +120,8 @@ impl Actors {
         for spec in specs {
             let spec = Arc::new(spec.clone());
             let loaded = match compile {
-                Compile::Before => Some(definition::load(engine, linker, cache_dir, &spec)?),
-                Compile::Background => definition::load_cached(engine, linker, cache_dir, &spec)?,
+                Compile::Before => Some(definition::load(engine, linker, cache, &spec)?),
+                Compile::Background => definition::load_cached(engine, linker, cache, &spec)?,
             };
             let state = match loaded {
                 Some(def) => Loading::Ready(Arc::new(def)),
@@ -310,7 +311,7 @@ pub(crate) fn load_failed(error: &LoadError) -> Error {
 pub(crate) struct Compiler {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<InstanceState>,
-    pub(crate) cache_dir: cap_std::fs::Dir,
+    pub(crate) cache: CompileCache,
     /// The host's actors, while the host is there.
     pub(crate) actors: Weak<Actors>,
 }
@@ -343,7 +344,7 @@ impl Compiler {
             let Some(spec) = spec else {
                 return;
             };
-            let cache_dir = match self.cache_dir.try_clone() {
+            let cache = match self.cache.try_clone() {
                 Ok(dir) => dir,
                 Err(e) => {
                     if let Some(actors) = self.actors.upgrade() {
@@ -360,7 +361,7 @@ impl Compiler {
             pool.spawn(move || {
                 let began = Instant::now();
                 let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    definition::load(&engine, &linker, &cache_dir, &job)
+                    definition::load(&engine, &linker, &cache, &job)
                 }))
                 .unwrap_or_else(|_| Err(failure(&job, "compiling it panicked".into())));
                 let _ = done.send((loaded, began.elapsed()));

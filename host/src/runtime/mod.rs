@@ -24,6 +24,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 use crate::address::{Address, ByActor};
+use crate::cache::CompileCache;
 use crate::capability;
 use crate::capability::http::Outbound;
 use crate::cell::Awake;
@@ -63,7 +64,7 @@ pub(crate) struct Core {
     pub(crate) engine: Engine,
     /// What deployed components are linked with, and their compile cache.
     linker: Linker<InstanceState>,
-    cache_dir: cap_std::fs::Dir,
+    cache: CompileCache,
     pub(crate) config: HostConfig,
     /// Instances' databases and the index of marks.
     pub(crate) store: InstanceStore,
@@ -112,8 +113,11 @@ impl Core {
         let data = DataDir::open(&config.data_dir, config.synchronous)?;
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;
-        let cache_dir = data.cache_dir(config.cache_dir.as_deref())?;
-        let actors = Arc::new(load_actors(&engine, &linker, &cache_dir, actors, compile).await?);
+        let cache = CompileCache::new(
+            data.cache_dir(config.cache_dir.as_deref())?,
+            config.cache_max,
+        );
+        let actors = Arc::new(load_actors(&engine, &linker, &cache, actors, compile).await?);
         let cluster = match &config.cluster {
             Some(cluster) => {
                 cluster.check().map_err(anyhow::Error::msg)?;
@@ -151,7 +155,7 @@ impl Core {
             _ticker: EpochTicker::start(&engine),
             engine,
             linker,
-            cache_dir,
+            cache,
             config,
             store,
             actors,
@@ -172,7 +176,7 @@ impl Core {
             let compiler = Compiler {
                 engine: core.engine.clone(),
                 linker: core.linker.clone(),
-                cache_dir: core.cache_dir.try_clone()?,
+                cache: core.cache.try_clone()?,
                 actors: Arc::downgrade(&core.actors),
             };
             tokio::spawn(compiler.run());
@@ -349,18 +353,18 @@ impl Core {
 pub(crate) async fn load_actors(
     engine: &Engine,
     linker: &Linker<InstanceState>,
-    cache_dir: &cap_std::fs::Dir,
+    cache: &CompileCache,
     specs: &[ActorSpec],
     compile: Compile,
 ) -> Result<Actors> {
     for spec in specs {
         validate_actor_name(&spec.name)?;
     }
-    let (engine, linker, cache_dir) = (engine.clone(), linker.clone(), cache_dir.try_clone()?);
+    let (engine, linker, cache) = (engine.clone(), linker.clone(), cache.try_clone()?);
     let specs = specs.to_vec();
     // Reading files and compiling block: keep them off the async workers.
     let actors = tokio::task::spawn_blocking(move || {
-        Actors::load(&engine, &linker, &cache_dir, &specs, compile)
+        Actors::load(&engine, &linker, &cache, &specs, compile)
     })
     .await??;
     Ok(actors)

@@ -84,8 +84,6 @@ async fn steps_and_a_sleep_survive_a_restart() {
     report.finish();
 }
 
-const BURROW: &str = env!("CARGO_BIN_EXE_burrow");
-
 /// `burrow serve` on a free port.
 struct Serve {
     child: Child,
@@ -99,7 +97,9 @@ impl Serve {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(BURROW)
+        // The tests' shared compile cache: `serve` loads the components
+        // the tests compiled already.
+        let child = crate::support::burrow_command()
             .arg("--manifest")
             .arg(manifest)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -137,9 +137,7 @@ impl Serve {
     }
 }
 
-/// A manifest of the workflow actors, and a data directory whose compile
-/// cache holds the shared cache's entries (hard links), so that `serve`
-/// need not compile what the tests compiled already.
+/// A manifest of the workflow actors, their data in `dir/data`.
 fn manifest(dir: &Path, specs: &[burrow::manifest::ActorSpec]) -> std::path::PathBuf {
     let mut text = String::from("[host]\ndata_dir = \"data\"\n");
     for spec in specs
@@ -155,18 +153,6 @@ fn manifest(dir: &Path, specs: &[burrow::manifest::ActorSpec]) -> std::path::Pat
     }
     let manifest = dir.join("burrow.toml");
     std::fs::write(&manifest, text).unwrap();
-    let cache = dir.join("data").join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    for entry in std::fs::read_dir(crate::support::shared_cache())
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let to = cache.join(entry.file_name());
-        if std::fs::hard_link(entry.path(), &to).is_err() {
-            let _ = std::fs::copy(entry.path(), &to);
-        }
-    }
     manifest
 }
 
