@@ -75,8 +75,10 @@ pub use wasip2 as __wasip2;
 /// use the functions of this crate instead.
 #[doc(hidden)]
 pub mod wit {
+    // `wit` is a link to the repository's WIT package, so that the crate,
+    // packaged, carries it.
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "burrow:actor/full-actor",
         pub_export_macro: true,
         export_macro_name: "__export_actor",

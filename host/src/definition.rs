@@ -150,6 +150,7 @@ fn define(
     options: &ActorOptions,
     bytes: &[u8],
 ) -> Result<ActorDefinition, String> {
+    check_wit_version(component)?;
     let instance_pre = linker
         .instantiate_pre(component)
         .map_err(|e| format!("the component imports something the host does not provide: {e:#}"))?;
@@ -168,6 +169,40 @@ fn define(
     })
 }
 
+/// The version of the WIT package `burrow:actor` this host provides.
+pub(crate) const WIT_VERSION: &str = "0.1.0";
+
+/// Fails, naming both versions, when the component was built against
+/// another version of the WIT package than the host's: an SDK older or
+/// newer than this `burrow`.
+fn check_wit_version(component: &Component) -> Result<(), String> {
+    let engine = component.engine();
+    let ty = component.component_type();
+    let names = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .chain(ty.exports(engine).map(|(name, _)| name));
+    for name in names {
+        let Some(interface) = name.strip_prefix("burrow:actor/") else {
+            continue;
+        };
+        let version = interface.split_once('@').map_or("", |(_, version)| version);
+        if version != WIT_VERSION {
+            let built = if version.is_empty() {
+                "an unversioned burrow:actor".to_owned()
+            } else {
+                format!("burrow:actor@{version}")
+            };
+            return Err(format!(
+                "the component was built against the WIT package {built} (it uses `{name}`), \
+                 and this burrow provides burrow:actor@{WIT_VERSION}: build it with the SDK \
+                 of this burrow's version, or run a burrow that provides {built}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_header(bytes: &[u8]) -> Result<(), String> {
     if bytes.starts_with(&COMPONENT_HEADER) {
         Ok(())
@@ -184,3 +219,39 @@ fn check_header(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A component that imports an empty instance named `import`.
+    fn importing(import: &str) -> Component {
+        let engine = crate::engine::build(1, false).unwrap();
+        let bytes =
+            wat::parse_str(format!("(component (import \"{import}\" (instance)))")).unwrap();
+        Component::new(&engine, bytes).unwrap()
+    }
+
+    #[test]
+    fn the_wit_version_is_the_wit_packages() {
+        let wit = include_str!("../../wit/actor.wit");
+        assert!(
+            wit.contains(&format!("package burrow:actor@{WIT_VERSION};")),
+            "wit/actor.wit and WIT_VERSION disagree"
+        );
+    }
+
+    #[test]
+    fn a_component_of_another_wit_version_is_refused_naming_both() {
+        check_wit_version(&importing(&format!("burrow:actor/log@{WIT_VERSION}"))).unwrap();
+        check_wit_version(&importing("wasi:io/streams@0.2.6")).unwrap();
+        let err = check_wit_version(&importing("burrow:actor/log@0.2.0")).unwrap_err();
+        assert!(
+            err.contains("burrow:actor@0.2.0")
+                && err.contains(&format!("burrow:actor@{WIT_VERSION}"))
+                && err.contains("`burrow:actor/log@0.2.0`"),
+            "{err}"
+        );
+        let err = check_wit_version(&importing("burrow:actor/log")).unwrap_err();
+        assert!(err.contains("an unversioned burrow:actor"), "{err}");
+    }
+}
