@@ -14,7 +14,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 langs=("$@")
 [ ${#langs[@]} -gt 0 ] || langs=(rust python js)
-templates=(counter)
+templates=(counter workflow queue)
 
 work=$(mktemp -d -t burrow-new-XXXXXX)
 server=""
@@ -46,22 +46,43 @@ sdk_for() {
     esac
 }
 
-# Serves the project in the current folder on its test's data directory
-# (its component compiled already) and calls its actor over HTTP.
+# Serves the project in the current folder on a new data directory and
+# uses its actor over HTTP. The component compiled for the project's test
+# is in the user's compile cache: the actor is ready at once.
 serve_and_call() {
-    local name=$1 data=$2 port
+    local name=$1 template=$2 port started
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    BURROW_DATA_DIR="$data" burrow serve --listen "127.0.0.1:$port" &
+    started=$EPOCHREALTIME
+    BURROW_DATA_DIR="$work/data-$name" burrow serve --listen "127.0.0.1:$port" &
     server=$!
     for _ in $(seq 1 600); do
-        curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+        curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         kill -0 "$server" 2>/dev/null || { echo "burrow serve exited" >&2; exit 1; }
-        sleep 0.1
+        sleep 0.05
     done
-    local got
-    got=$(burrow call --url "http://127.0.0.1:$port" "$name" served increment '[5]')
-    got=$(burrow call --url "http://127.0.0.1:$port" "$name" served increment '[2]')
-    [ "$got" = 7 ] || { echo "$name answered $got over HTTP, not 7" >&2; exit 1; }
+    echo "$name: ready on a new data directory in $(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $started }") s"
+    local url="http://127.0.0.1:$port" got want
+    case "$template" in
+        counter)
+            burrow call --url "$url" "$name" served increment '[5]' >/dev/null
+            got=$(burrow call --url "$url" "$name" served increment '[2]')
+            want=7
+            ;;
+        workflow)
+            burrow create --url "$url" "$name" served '{"steps": 2}'
+            want=3
+            for _ in $(seq 1 100); do
+                got=$(burrow call --url "$url" "$name" served count)
+                [ "$got" = "$want" ] && break
+                sleep 0.1
+            done
+            ;;
+        queue)
+            got=$(burrow send --url "$url" "$name" served job '{"text": "served"}' --wait)
+            want=SERVED
+            ;;
+    esac
+    [ "$got" = "$want" ] || { echo "$name answered $got over HTTP, not $want" >&2; exit 1; }
     kill "$server"
     wait "$server" 2>/dev/null || true
     server=""
@@ -69,6 +90,13 @@ serve_and_call() {
 
 for lang in "${langs[@]}"; do
     sdk=$(sdk_for "$lang")
+    if [ "$lang" = python ]; then
+        # One virtual environment for the Python projects, with nothing but
+        # what each project's requirements.txt installs.
+        python3 -m venv "$work/venv"
+        # shellcheck disable=SC1091
+        . "$work/venv/bin/activate"
+    fi
     for template in "${templates[@]}"; do
         name="hello-$lang-$template"
         echo "==> burrow new $name --lang $lang --template $template"
@@ -78,24 +106,18 @@ for lang in "${langs[@]}"; do
         case "$lang" in
             rust)
                 cargo test --quiet
-                data="target/tmp/burrow-test-data"
                 ;;
             python)
-                python3 -m venv .venv
-                # shellcheck disable=SC1091
-                . .venv/bin/activate
                 pip install --quiet --disable-pip-version-check -r requirements.txt
                 python -m unittest
-                data="build/test-data"
                 ;;
             js)
                 npm install --silent --no-audit --no-fund
                 npm test
-                data="build/test-data"
                 ;;
         esac
-        serve_and_call "$name" "$data"
-        [ "$lang" != python ] || deactivate
+        serve_and_call "$name" "$template"
     done
+    [ "$lang" != python ] || deactivate
 done
 echo "==> new projects: ${langs[*]} built, tested, served and called"

@@ -24,6 +24,10 @@ pub enum Lang {
 pub enum Template {
     /// A counter: `increment(n)` and `get()`.
     Counter,
+    /// A workflow of durable steps and a durable sleep, started by `create`.
+    Workflow,
+    /// A durable job queue: `enqueue(text)`, each job processed once.
+    Queue,
 }
 
 /// Default address of `burrow serve` and of the client commands.

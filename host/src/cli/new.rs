@@ -1,10 +1,12 @@
 //! `burrow new`: a project of one actor from a template embedded in this
 //! binary (`host/templates`), so it works from any folder. A project is a
-//! `burrow.toml`, the actor's source, a test that builds the actor and calls
+//! `burrow.toml`, the actor's source, a test that builds the actor and uses
 //! it with `burrow`, a `.gitignore` and a short README. Nothing is written
 //! when the folder exists, the name cannot be an actor's, or the language's
 //! toolchain is missing; the files appear together (written beside, then
-//! renamed into place).
+//! renamed into place). The Rust template's manifest is `Cargo.toml.in`:
+//! cargo, which reads every `Cargo.toml` in the repository of a git
+//! dependency, must not take it for a package.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,48 +20,112 @@ use crate::storage::validate_actor_name;
 const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// One file of a template: where it goes in the project, and its text with
-/// `{{name}}` (the actor), `{{crate}}` (its Rust library) and `{{sdk}}` (the
-/// SDK dependency) still in it.
+/// `{{name}}` (the actor), `{{crate}}` (its Rust library), `{{sdk}}` (the
+/// SDK dependency) and `{{try}}` (the commands that try the actor) still in
+/// it.
 struct File {
     path: &'static str,
     text: &'static str,
 }
 
-macro_rules! template {
-    ($($path:literal => $source:literal),* $(,)?) => {
-        &[$(File {
+/// A template's file, embedded: `file!("rust/burrow.toml" => "burrow.toml")`.
+macro_rules! file {
+    ($source:literal => $path:literal) => {
+        File {
             path: $path,
             text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/", $source)),
-        }),*]
+        }
     };
 }
 
-fn files(lang: Lang, template: Template) -> &'static [File] {
+/// The files every project of `lang` has.
+fn common(lang: Lang) -> [File; 4] {
+    match lang {
+        Lang::Rust => [
+            file!("rust/Cargo.toml.in" => "Cargo.toml"),
+            file!("rust/burrow.toml" => "burrow.toml"),
+            file!("rust/gitignore" => ".gitignore"),
+            file!("rust/README.md" => "README.md"),
+        ],
+        Lang::Python => [
+            file!("python/requirements.txt" => "requirements.txt"),
+            file!("python/burrow.toml" => "burrow.toml"),
+            file!("python/gitignore" => ".gitignore"),
+            file!("python/README.md" => "README.md"),
+        ],
+        Lang::Js => [
+            file!("js/package.json" => "package.json"),
+            file!("js/burrow.toml" => "burrow.toml"),
+            file!("js/gitignore" => ".gitignore"),
+            file!("js/README.md" => "README.md"),
+        ],
+    }
+}
+
+/// The actor's source and its test.
+fn actor(lang: Lang, template: Template) -> [File; 2] {
+    use Template::{Counter, Queue, Workflow};
     match (lang, template) {
-        (Lang::Rust, Template::Counter) => template![
-            "Cargo.toml" => "rust/Cargo.toml",
-            "burrow.toml" => "rust/burrow.toml",
-            ".gitignore" => "rust/gitignore",
-            "README.md" => "rust/README.md",
-            "src/lib.rs" => "rust/counter/lib.rs",
-            "tests/actor.rs" => "rust/counter/test.rs",
+        (Lang::Rust, Counter) => [
+            file!("rust/counter/lib.rs" => "src/lib.rs"),
+            file!("rust/counter/test.rs" => "tests/actor.rs"),
         ],
-        (Lang::Python, Template::Counter) => template![
-            "requirements.txt" => "python/requirements.txt",
-            "burrow.toml" => "python/burrow.toml",
-            ".gitignore" => "python/gitignore",
-            "README.md" => "python/README.md",
-            "app.py" => "python/counter/app.py",
-            "test_app.py" => "python/counter/test_app.py",
+        (Lang::Rust, Workflow) => [
+            file!("rust/workflow/lib.rs" => "src/lib.rs"),
+            file!("rust/workflow/test.rs" => "tests/actor.rs"),
         ],
-        (Lang::Js, Template::Counter) => template![
-            "package.json" => "js/package.json",
-            "burrow.toml" => "js/burrow.toml",
-            ".gitignore" => "js/gitignore",
-            "README.md" => "js/README.md",
-            "app.js" => "js/counter/app.js",
-            "test/actor.test.mjs" => "js/counter/actor.test.mjs",
+        (Lang::Rust, Queue) => [
+            file!("rust/queue/lib.rs" => "src/lib.rs"),
+            file!("rust/queue/test.rs" => "tests/actor.rs"),
         ],
+        (Lang::Python, Counter) => [
+            file!("python/counter/app.py" => "app.py"),
+            file!("python/counter/test_app.py" => "test_app.py"),
+        ],
+        (Lang::Python, Workflow) => [
+            file!("python/workflow/app.py" => "app.py"),
+            file!("python/workflow/test_app.py" => "test_app.py"),
+        ],
+        (Lang::Python, Queue) => [
+            file!("python/queue/app.py" => "app.py"),
+            file!("python/queue/test_app.py" => "test_app.py"),
+        ],
+        (Lang::Js, Counter) => [
+            file!("js/counter/app.js" => "app.js"),
+            file!("js/counter/actor.test.mjs" => "test/actor.test.mjs"),
+        ],
+        (Lang::Js, Workflow) => [
+            file!("js/workflow/app.js" => "app.js"),
+            file!("js/workflow/actor.test.mjs" => "test/actor.test.mjs"),
+        ],
+        (Lang::Js, Queue) => [
+            file!("js/queue/app.js" => "app.js"),
+            file!("js/queue/actor.test.mjs" => "test/actor.test.mjs"),
+        ],
+    }
+}
+
+fn files(lang: Lang, template: Template) -> Vec<File> {
+    common(lang)
+        .into_iter()
+        .chain(actor(lang, template))
+        .collect()
+}
+
+/// The commands that try the actor once `burrow dev` serves it, with
+/// `{{name}}` for its name.
+fn try_it(template: Template) -> &'static str {
+    match template {
+        Template::Counter => {
+            "burrow call {{name}} my-key increment '[5]'          # in another terminal: 5"
+        }
+        Template::Workflow => {
+            "burrow create {{name}} my-key '{\"steps\": 3}'      # in another terminal: the workflow starts\n\
+             burrow call {{name}} my-key count                    # 4 once it is done"
+        }
+        Template::Queue => {
+            "burrow send {{name}} my-key job '{\"text\": \"hi\"}' --wait  # in another terminal: HI"
+        }
     }
 }
 
@@ -89,16 +155,17 @@ pub(super) fn new(
     check_toolchain(lang)?;
     let dependency = sdk_dependency(lang, sdk, parent);
     let replace = |text: &str| {
-        text.replace("{{name}}", name)
+        text.replace("{{try}}", try_it(template))
+            .replace("{{name}}", name)
             .replace("{{crate}}", &name.replace('-', "_"))
             .replace("{{sdk}}", &dependency)
     };
-    write_together(&folder, files(lang, template), replace)
+    write_together(&folder, &files(lang, template), replace)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e:#}", folder.display()))?;
-    Ok(next_steps(name, lang, &folder))
+    Ok(next_steps(name, lang, template, &folder))
 }
 
-/// The SDK as the project's manifest names it. `sdk` is a URL (a git
+/// The SDK as the project's manifest names it (quoted for TOML and JSON). `sdk` is a URL (a git
 /// repository for Rust, a package for Python and JavaScript), a path (made
 /// absolute: a crate's folder, a Python package's folder or wheel, an npm
 /// package's folder or `npm pack` tarball), or a version; by default the
@@ -106,7 +173,7 @@ pub(super) fn new(
 fn sdk_dependency(lang: Lang, sdk: Option<&str>, parent: &Path) -> String {
     enum Source {
         Url(String),
-        Path(String),
+        Path(PathBuf),
         Version(String),
     }
     let source = match sdk {
@@ -114,21 +181,30 @@ fn sdk_dependency(lang: Lang, sdk: Option<&str>, parent: &Path) -> String {
         Some(sdk) if sdk.contains("://") => Source::Url(sdk.into()),
         Some(sdk) if parent.join(sdk).exists() => {
             let path = parent.join(sdk);
-            let path = path.canonicalize().unwrap_or(path);
-            Source::Path(path.display().to_string())
+            Source::Path(path.canonicalize().unwrap_or(path))
         }
         Some(version) => Source::Version(version.into()),
     };
+    let toml = |text: &str| toml::Value::String(text.into()).to_string();
+    let json = |text: &str| serde_json::Value::String(text.into()).to_string();
+    let file_url = |path: &Path| {
+        url::Url::from_file_path(path).map_or_else(|()| path.display().to_string(), String::from)
+    };
     match (lang, source) {
-        (Lang::Rust, Source::Url(url)) => format!("burrow-sdk = {{ git = {url:?} }}"),
-        (Lang::Rust, Source::Path(path)) => format!("burrow-sdk = {{ path = {path:?} }}"),
-        (Lang::Rust, Source::Version(version)) => format!("burrow-sdk = {version:?}"),
+        (Lang::Rust, Source::Url(url)) => format!("burrow-sdk = {{ git = {} }}", toml(&url)),
+        (Lang::Rust, Source::Path(path)) => {
+            format!(
+                "burrow-sdk = {{ path = {} }}",
+                toml(&path.display().to_string())
+            )
+        }
+        (Lang::Rust, Source::Version(version)) => format!("burrow-sdk = {}", toml(&version)),
         (Lang::Python, Source::Url(url)) => format!("burrow-sdk[build] @ {url}"),
-        (Lang::Python, Source::Path(path)) => format!("burrow-sdk[build] @ file://{path}"),
+        (Lang::Python, Source::Path(path)) => format!("burrow-sdk[build] @ {}", file_url(&path)),
         (Lang::Python, Source::Version(version)) => format!("burrow-sdk[build]=={version}"),
-        (Lang::Js, Source::Url(url)) => url,
-        (Lang::Js, Source::Path(path)) => format!("file:{path}"),
-        (Lang::Js, Source::Version(version)) => version,
+        (Lang::Js, Source::Url(url)) => json(&url),
+        (Lang::Js, Source::Path(path)) => json(&format!("file:{}", path.display())),
+        (Lang::Js, Source::Version(version)) => json(&version),
     }
 }
 
@@ -246,7 +322,7 @@ fn write_together(
 }
 
 /// What to run in the new project.
-fn next_steps(name: &str, lang: Lang, folder: &Path) -> String {
+fn next_steps(name: &str, lang: Lang, template: Template, folder: &Path) -> String {
     let setup = match lang {
         Lang::Rust => "",
         Lang::Python => {
@@ -259,9 +335,14 @@ fn next_steps(name: &str, lang: Lang, folder: &Path) -> String {
         Lang::Python => "python -m unittest",
         Lang::Js => "npm test",
     };
+    let folder = folder.display();
     format!(
-        "created {folder}; next:\n  cd {folder}\n{setup}  burrow build\n  burrow dev                                    # serves on 127.0.0.1:7878, redeploys on change\n  burrow call {name} my-key increment '[5]'     # in another terminal\n  {test}",
-        folder = folder.display(),
+        "created {folder}; next:\n  cd {folder}\n{setup}  burrow build\n  \
+         burrow dev                                  # serves on 127.0.0.1:7878, redeploys on change\n  \
+         {try_it}\n  {test}",
+        try_it = try_it(template)
+            .replace("{{name}}", name)
+            .replace('\n', "\n  "),
     )
 }
 
@@ -290,7 +371,7 @@ mod tests {
         let python = |sdk| sdk_dependency(Lang::Python, sdk, here);
         assert_eq!(python(Some("0.2.0")), "burrow-sdk[build]==0.2.0");
         let js = |sdk| sdk_dependency(Lang::Js, sdk, here);
-        assert_eq!(js(None), SDK_VERSION);
+        assert_eq!(js(None), format!("\"{SDK_VERSION}\""));
 
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("burrow-sdk-0.1.0.tgz"), b"").unwrap();
@@ -301,28 +382,37 @@ mod tests {
             .join("burrow-sdk-0.1.0.tgz");
         assert_eq!(
             sdk_dependency(Lang::Js, Some("burrow-sdk-0.1.0.tgz"), dir.path()),
-            format!("file:{}", tarball.display())
+            format!("\"file:{}\"", tarball.display())
         );
         assert_eq!(
             sdk_dependency(Lang::Python, Some("burrow-sdk-0.1.0.tgz"), dir.path()),
             format!("burrow-sdk[build] @ file://{}", tarball.display())
         );
+        // A path is quoted for TOML and JSON, and a URL for pip.
+        std::fs::create_dir(dir.path().join("my \"sdk\"")).unwrap();
+        let odd = dir.path().canonicalize().unwrap().join("my \"sdk\"");
+        let rust = sdk_dependency(Lang::Rust, Some("my \"sdk\""), dir.path());
+        let table: toml::Table = toml::from_str(&rust).unwrap();
+        assert_eq!(table["burrow-sdk"]["path"].as_str(), odd.to_str(), "{rust}");
+        let js = sdk_dependency(Lang::Js, Some("my \"sdk\""), dir.path());
+        let spec: String = serde_json::from_str(&js).unwrap();
+        assert_eq!(spec, format!("file:{}", odd.display()));
+        let python = sdk_dependency(Lang::Python, Some("my \"sdk\""), dir.path());
+        assert!(python.ends_with("/my%20%22sdk%22"), "{python}");
     }
 
     #[test]
     fn every_template_names_its_actor_and_its_sdk() {
         for lang in [Lang::Rust, Lang::Python, Lang::Js] {
-            let all: String = files(lang, Template::Counter)
-                .iter()
-                .map(|f| f.text)
-                .collect();
-            assert!(all.contains("{{name}}"), "{lang:?}");
-            assert!(all.contains("{{sdk}}"), "{lang:?}");
-            let paths: Vec<_> = files(lang, Template::Counter)
-                .iter()
-                .map(|f| f.path)
-                .collect();
-            assert!(paths.contains(&"burrow.toml") && paths.contains(&".gitignore"));
+            for template in [Template::Counter, Template::Workflow, Template::Queue] {
+                let files = files(lang, template);
+                let all: String = files.iter().map(|f| f.text).collect();
+                assert!(all.contains("{{name}}"), "{lang:?} {template:?}");
+                assert!(all.contains("{{sdk}}"), "{lang:?} {template:?}");
+                assert!(all.contains("{{try}}"), "{lang:?} {template:?}");
+                let paths: Vec<_> = files.iter().map(|f| f.path).collect();
+                assert!(paths.contains(&"burrow.toml") && paths.contains(&".gitignore"));
+            }
         }
     }
 }

@@ -1,15 +1,17 @@
-// Builds the actor and calls it on a host of the test's own (its data in
-// build/test-data, where compiled components stay cached between runs) with
+// Builds the actor and calls it on a host of the test's own (a new data
+// directory; the compiled component stays in the user's compile cache) with
 // the `burrow` command: `npm test`.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 
 const ACTOR = '{{name}}';
-const data = fileURLToPath(new URL('../build/test-data', import.meta.url));
-const key = `test-${process.pid}`;
+const data = mkdtempSync(join(tmpdir(), `${ACTOR}-test-`));
+after(() => rmSync(data, { recursive: true, force: true }));
 
 function burrow(...args) {
   const program = process.env.BURROW ?? 'burrow';
@@ -24,7 +26,7 @@ function burrow(...args) {
 
 test('the counter counts', () => {
   burrow('build');
-  assert.equal(burrow('call', '--local', ACTOR, key, 'increment', '[2]'), '2');
-  assert.equal(burrow('call', '--local', ACTOR, key, 'increment', '[3]'), '5');
-  assert.equal(burrow('call', '--local', ACTOR, key, 'get'), '5');
+  assert.equal(burrow('call', '--local', ACTOR, 'test', 'increment', '[2]'), '2');
+  assert.equal(burrow('call', '--local', ACTOR, 'test', 'increment', '[3]'), '5');
+  assert.equal(burrow('call', '--local', ACTOR, 'test', 'get'), '5');
 });

@@ -1,17 +1,20 @@
-"""Builds the actor and calls it on a host of the test's own (its data in
-build/test-data, where compiled components stay cached between runs) with
+"""Builds the actor and calls it on a host of the test's own (a new data
+directory; the compiled component stays in the user's compile cache) with
 the `burrow` command: `python -m unittest`."""
 
 import os
 import subprocess
+import tempfile
 import unittest
 
 ACTOR = "{{name}}"
 
 
 class Counter(unittest.TestCase):
-    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build", "test-data")
-    key = f"test-{os.getpid()}"
+    def setUp(self):
+        data = tempfile.TemporaryDirectory()
+        self.addCleanup(data.cleanup)
+        self.data = data.name
 
     def burrow(self, *args):
         program = os.environ.get("BURROW", "burrow")
@@ -22,9 +25,9 @@ class Counter(unittest.TestCase):
 
     def test_the_counter_counts(self):
         self.burrow("build")
-        self.assertEqual(self.burrow("call", "--local", ACTOR, self.key, "increment", "[2]"), "2")
-        self.assertEqual(self.burrow("call", "--local", ACTOR, self.key, "increment", "[3]"), "5")
-        self.assertEqual(self.burrow("call", "--local", ACTOR, self.key, "get"), "5")
+        self.assertEqual(self.burrow("call", "--local", ACTOR, "test", "increment", "[2]"), "2")
+        self.assertEqual(self.burrow("call", "--local", ACTOR, "test", "increment", "[3]"), "5")
+        self.assertEqual(self.burrow("call", "--local", ACTOR, "test", "get"), "5")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
-//! Builds the actor and calls it on a host of the test's own (its data in
-//! target/tmp, where compiled components stay cached between runs) with the
-//! `burrow` command: `cargo test`.
+//! Builds the actor and calls it on a host of the test's own (a new data
+//! directory in target/tmp; the compiled component stays in the user's
+//! compile cache) with the `burrow` command: `cargo test`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ACTOR: &str = "{{name}}";
 
-/// Runs `burrow ARGS` on the test's data directory; what it printed.
-fn burrow(args: &[&str]) -> String {
-    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("burrow-test-data");
+/// Runs `burrow ARGS` on the data directory `data`; what it printed.
+fn burrow(data: &Path, args: &[&str]) -> String {
     let program = std::env::var("BURROW").unwrap_or_else(|_| "burrow".into());
     let output = Command::new(&program)
         .args(args)
@@ -27,9 +26,12 @@ fn burrow(args: &[&str]) -> String {
 
 #[test]
 fn the_counter_counts() {
-    burrow(&["build"]);
-    let key = format!("test-{}", std::process::id());
-    assert_eq!(burrow(&["call", "--local", ACTOR, &key, "increment", "[2]"]), "2");
-    assert_eq!(burrow(&["call", "--local", ACTOR, &key, "increment", "[3]"]), "5");
-    assert_eq!(burrow(&["call", "--local", ACTOR, &key, "get"]), "5");
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("burrow-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    burrow(&data, &["build"]);
+    assert_eq!(burrow(&data, &["call", "--local", ACTOR, "test", "increment", "[2]"]), "2");
+    assert_eq!(burrow(&data, &["call", "--local", ACTOR, "test", "increment", "[3]"]), "5");
+    assert_eq!(burrow(&data, &["call", "--local", ACTOR, "test", "get"]), "5");
+    std::fs::remove_dir_all(&data).unwrap();
 }
