@@ -151,6 +151,7 @@ fn define(
     bytes: &[u8],
 ) -> Result<ActorDefinition, String> {
     check_wit_version(component)?;
+    prepare_memory_images(component)?;
     let instance_pre = linker
         .instantiate_pre(component)
         .map_err(|e| format!("the component imports something the host does not provide: {e:#}"))?;
@@ -167,6 +168,42 @@ fn define(
         version: 0,
         digest: hex::encode(Sha256::digest(bytes)),
     })
+}
+
+/// How many times the memory images of a component are tried before its
+/// load fails (see [`prepare_memory_images`]).
+const MEMORY_IMAGE_ATTEMPTS: u32 = 5;
+
+/// Makes the component's copy-on-write memory images now, at load, rather
+/// than at its first instantiation. On Linux each is a memfd that wasmtime
+/// writes and then seals read-only, and the kernel refuses the seal (EBUSY)
+/// while a page just written still holds a passing extra reference: seen
+/// once, under load, as an instance that failed to start ("cannot add
+/// seals to the memfd"). Here that refusal is tried again a few times, a
+/// little later each time; another error fails at once.
+fn prepare_memory_images(component: &Component) -> Result<(), String> {
+    retry_busy_seal(MEMORY_IMAGE_ATTEMPTS, || {
+        component.initialize_copy_on_write_image()
+    })
+    .map_err(|e| format!("cannot prepare the component's memory: {e:#}"))
+}
+
+/// Runs `op` up to `attempts` times while it fails because a memfd could
+/// not be sealed, sleeping 10 ms more before each new attempt.
+fn retry_busy_seal(
+    attempts: u32,
+    mut op: impl FnMut() -> wasmtime::Result<()>,
+) -> wasmtime::Result<()> {
+    let mut attempt = 1;
+    loop {
+        match op() {
+            Err(e) if attempt < attempts && format!("{e:#}").contains("seals to the memfd") => {
+                std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)));
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// The version of the WIT package `burrow:actor` this host provides.
@@ -229,6 +266,34 @@ mod tests {
         let bytes =
             wat::parse_str(format!("(component (import \"{import}\" (instance)))")).unwrap();
         Component::new(&engine, bytes).unwrap()
+    }
+
+    #[test]
+    fn a_refused_memfd_seal_is_tried_again_and_other_errors_are_not() {
+        let busy = || wasmtime::Error::msg("cannot add seals to the memfd");
+        let mut calls = 0;
+        let done = retry_busy_seal(5, || {
+            calls += 1;
+            if calls < 3 { Err(busy()) } else { Ok(()) }
+        });
+        assert!(done.is_ok());
+        assert_eq!(calls, 3);
+
+        let mut calls = 0;
+        let done = retry_busy_seal(5, || {
+            calls += 1;
+            Err(busy())
+        });
+        assert!(done.is_err());
+        assert_eq!(calls, 5);
+
+        let mut calls = 0;
+        let done = retry_busy_seal(5, || {
+            calls += 1;
+            Err(wasmtime::Error::msg("out of memory"))
+        });
+        assert!(done.is_err());
+        assert_eq!(calls, 1);
     }
 
     #[test]
