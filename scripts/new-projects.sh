@@ -5,7 +5,8 @@
 # into a fresh virtual environment, the JavaScript one as an `npm pack`
 # tarball), then for each language and template creates a project with
 # `burrow new` in a temporary folder, builds it, runs its own test
-# (`cargo test`, `python -m unittest`, `npm test`), serves it and calls it.
+# (`cargo test`, `python -m unittest`, `npm test`), serves it and calls it;
+# each counter also runs under `burrow dev` while its source changes.
 #
 #   scripts/new-projects.sh [LANG...]     # default: rust python js
 #
@@ -88,6 +89,36 @@ serve_and_call() {
     server=""
 }
 
+# Runs the counter project in the current folder under `burrow dev`,
+# changes its source (`increment` adds twice the amount) and waits for the
+# new code to answer.
+dev_redeploys() {
+    local name=$1 source=$2 port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    BURROW_DATA_DIR="$work/dev-$name" burrow dev --listen "127.0.0.1:$port" &
+    server=$!
+    local url="http://127.0.0.1:$port"
+    for _ in $(seq 1 600); do
+        curl -fsS "$url/readyz" >/dev/null 2>&1 && break
+        kill -0 "$server" 2>/dev/null || { echo "burrow dev exited" >&2; exit 1; }
+        sleep 0.1
+    done
+    [ "$(burrow call --url "$url" "$name" dev increment '[1]')" = 1 ] || { echo "$name: burrow dev did not serve the counter" >&2; exit 1; }
+    sed -i 's/value = value + ?/value = value + 2 * ?/' "$source"
+    local before after redeployed=""
+    for _ in $(seq 1 1200); do
+        before=$(burrow call --url "$url" "$name" dev get)
+        after=$(burrow call --url "$url" "$name" dev increment '[1]')
+        [ $((after - before)) = 2 ] && { redeployed=yes; break; }
+        sleep 0.1
+    done
+    [ -n "$redeployed" ] || { echo "$name: burrow dev did not redeploy the changed source" >&2; exit 1; }
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    server=""
+    echo "$name: burrow dev redeployed the changed source"
+}
+
 for lang in "${langs[@]}"; do
     sdk=$(sdk_for "$lang")
     if [ "$lang" = python ]; then
@@ -117,6 +148,13 @@ for lang in "${langs[@]}"; do
                 ;;
         esac
         serve_and_call "$name" "$template"
+        if [ "$template" = counter ]; then
+            case "$lang" in
+                rust) dev_redeploys "$name" src/lib.rs ;;
+                python) dev_redeploys "$name" app.py ;;
+                js) dev_redeploys "$name" app.js ;;
+            esac
+        fi
     done
     [ "$lang" != python ] || deactivate
 done

@@ -165,11 +165,11 @@ pub(super) fn new(
     Ok(next_steps(name, lang, template, &folder))
 }
 
-/// The SDK as the project's manifest names it (quoted for TOML and JSON). `sdk` is a URL (a git
-/// repository for Rust, a package for Python and JavaScript), a path (made
-/// absolute: a crate's folder, a Python package's folder or wheel, an npm
-/// package's folder or `npm pack` tarball), or a version; by default the
-/// version of this host.
+/// The SDK as the project's manifest names it, quoted for that file (TOML,
+/// JSON, a pip requirement). `sdk` is a URL (a git repository for Rust, a
+/// package for Python and JavaScript), a path (made absolute: a crate's
+/// folder, a Python package's folder or wheel, an npm package's folder or
+/// `npm pack` tarball), or a version; by default the version of this host.
 fn sdk_dependency(lang: Lang, sdk: Option<&str>, parent: &Path) -> String {
     enum Source {
         Url(String),
@@ -312,8 +312,8 @@ fn write_together(
         std::fs::File::create(&path)?.write_all(replace(file.text).as_bytes())?;
     }
     let staged: PathBuf = staging.keep();
-    // A folder made in the meantime is not replaced: rename fails on a
-    // folder that is not empty, and the check above saw none.
+    // A folder made in the meantime with anything in it is not replaced:
+    // rename fails on a folder that is not empty.
     if let Err(e) = std::fs::rename(&staged, folder) {
         let _ = std::fs::remove_dir_all(&staged);
         return Err(e.into());
