@@ -32,6 +32,8 @@ cargo install --quiet --locked --debug --path "$repo/host" --root "$work/install
 export PATH="$work/install/bin:$PATH"
 unset BURROW_DATA_DIR BURROW_MANIFEST BURROW_URL
 
+# Where each SDK comes from. Cargo fetches the Rust SDK from the checkout
+# by git: what is committed, not what is being edited.
 sdk_for() {
     case "$1" in
         rust) echo "file://$repo" ;;
