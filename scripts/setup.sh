@@ -3,7 +3,8 @@
 # the wasm32-wasip2 target (Rust actors), componentize-py (the Python
 # actors) and the JavaScript SDK's packages, componentize-js among them
 # (the JavaScript actors; needs Node.js 20 or later with npm), and
-# Debian's chromium and chromium-driver (the web inspector's browser test).
+# Debian's chromium and chromium-driver (the web inspector's browser test),
+# and Debian's python3-venv where venv lacks pip (new Python projects).
 # Each step is skipped when what it installs is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,15 @@ stamp=guest-sdk-js/node_modules/.burrow-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
     npm ci --prefix guest-sdk-js --no-audit --no-fund --loglevel=error
     echo "$lock_sum" >"$stamp"
+fi
+
+# New Python projects (scripts/new-projects.sh) make a virtual environment;
+# Debian ships venv's pip bootstrap apart, in python3-venv.
+if ! python3 -c 'import ensurepip' >/dev/null 2>&1 && command -v apt-get >/dev/null; then
+    echo "==> installing python3-venv (Debian's venv with pip)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq python3-venv >/dev/null
 fi
 
 # The web inspector's test drives headless Chromium over WebDriver.
