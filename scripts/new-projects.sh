@@ -19,6 +19,7 @@ templates=(counter workflow queue)
 
 work=$(mktemp -d -t burrow-new-XXXXXX)
 server=""
+url=""
 cleanup() {
     [ -z "$server" ] || kill "$server" 2>/dev/null || true
     rm -rf "$work"
@@ -49,22 +50,41 @@ sdk_for() {
     esac
 }
 
+# Starts `burrow SUBCOMMAND` (serve or dev) for the project in the current
+# folder on the new data directory DATA, on a free port, and waits until
+# every actor is ready, saying how long that took; sets `server` (its pid)
+# and `url`.
+start_server() {
+    local subcommand=$1 data=$2 port started
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    url="http://127.0.0.1:$port"
+    started=$EPOCHREALTIME
+    BURROW_DATA_DIR="$data" burrow "$subcommand" --listen "127.0.0.1:$port" &
+    server=$!
+    for _ in $(seq 1 1200); do
+        if curl -fsS "$url/readyz" >/dev/null 2>&1; then
+            echo "$(basename "$PWD"): burrow $subcommand ready on a new data directory in $(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $started }") s"
+            return
+        fi
+        kill -0 "$server" 2>/dev/null || { echo "burrow $subcommand exited" >&2; exit 1; }
+        sleep 0.05
+    done
+    echo "burrow $subcommand was not ready within 60 s" >&2
+    exit 1
+}
+
+stop_server() {
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    server=""
+}
+
 # Serves the project in the current folder on a new data directory and
 # uses its actor over HTTP. The component compiled for the project's test
 # is in the user's compile cache: the actor is ready at once.
 serve_and_call() {
-    local name=$1 template=$2 port started
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    started=$EPOCHREALTIME
-    BURROW_DATA_DIR="$work/data-$name" burrow serve --listen "127.0.0.1:$port" &
-    server=$!
-    for _ in $(seq 1 600); do
-        curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        kill -0 "$server" 2>/dev/null || { echo "burrow serve exited" >&2; exit 1; }
-        sleep 0.05
-    done
-    echo "$name: ready on a new data directory in $(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $started }") s"
-    local url="http://127.0.0.1:$port" got want
+    local name=$1 template=$2 got want
+    start_server serve "$work/data-$name"
     case "$template" in
         counter)
             burrow call --url "$url" "$name" served increment '[5]' >/dev/null
@@ -86,28 +106,18 @@ serve_and_call() {
             ;;
     esac
     [ "$got" = "$want" ] || { echo "$name answered $got over HTTP, not $want" >&2; exit 1; }
-    kill "$server"
-    wait "$server" 2>/dev/null || true
-    server=""
+    stop_server
 }
 
 # Runs the counter project in the current folder under `burrow dev`,
 # changes its source (`increment` adds twice the amount) and waits for the
 # new code to answer.
 dev_redeploys() {
-    local name=$1 source=$2 port
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    BURROW_DATA_DIR="$work/dev-$name" burrow dev --listen "127.0.0.1:$port" &
-    server=$!
-    local url="http://127.0.0.1:$port"
-    for _ in $(seq 1 600); do
-        curl -fsS "$url/readyz" >/dev/null 2>&1 && break
-        kill -0 "$server" 2>/dev/null || { echo "burrow dev exited" >&2; exit 1; }
-        sleep 0.1
-    done
-    [ "$(burrow call --url "$url" "$name" dev increment '[1]')" = 1 ] || { echo "$name: burrow dev did not serve the counter" >&2; exit 1; }
+    local name=$1 source=$2 before after redeployed=""
+    start_server dev "$work/dev-$name"
+    [ "$(burrow call --url "$url" "$name" dev increment '[1]')" = 1 ] \
+        || { echo "$name: burrow dev did not serve the counter" >&2; exit 1; }
     sed -i 's/value = value + ?/value = value + 2 * ?/' "$source"
-    local before after redeployed=""
     for _ in $(seq 1 1200); do
         before=$(burrow call --url "$url" "$name" dev get)
         after=$(burrow call --url "$url" "$name" dev increment '[1]')
@@ -115,9 +125,7 @@ dev_redeploys() {
         sleep 0.1
     done
     [ -n "$redeployed" ] || { echo "$name: burrow dev did not redeploy the changed source" >&2; exit 1; }
-    kill "$server"
-    wait "$server" 2>/dev/null || true
-    server=""
+    stop_server
     echo "$name: burrow dev redeployed the changed source"
 }
 

@@ -28,12 +28,18 @@ struct File {
     text: &'static str,
 }
 
-/// A template's file, embedded: `file!("rust/burrow.toml" => "burrow.toml")`.
+/// A template's file, embedded: `file!("rust/burrow.toml" => "burrow.toml")`;
+/// several sources make one file, in order (a test's shared helpers, then
+/// the template's own test).
 macro_rules! file {
-    ($source:literal => $path:literal) => {
+    ($($source:literal),+ => $path:literal) => {
         File {
             path: $path,
-            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/", $source)),
+            text: concat!($(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/templates/",
+                $source
+            ))),+),
         }
     };
 }
@@ -68,39 +74,39 @@ fn actor(lang: Lang, template: Template) -> [File; 2] {
     match (lang, template) {
         (Lang::Rust, Counter) => [
             file!("rust/counter/lib.rs" => "src/lib.rs"),
-            file!("rust/counter/test.rs" => "tests/actor.rs"),
+            file!("rust/test_head.rs", "rust/counter/test.rs" => "tests/actor.rs"),
         ],
         (Lang::Rust, Workflow) => [
             file!("rust/workflow/lib.rs" => "src/lib.rs"),
-            file!("rust/workflow/test.rs" => "tests/actor.rs"),
+            file!("rust/test_head.rs", "rust/workflow/test.rs" => "tests/actor.rs"),
         ],
         (Lang::Rust, Queue) => [
             file!("rust/queue/lib.rs" => "src/lib.rs"),
-            file!("rust/queue/test.rs" => "tests/actor.rs"),
+            file!("rust/test_head.rs", "rust/queue/test.rs" => "tests/actor.rs"),
         ],
         (Lang::Python, Counter) => [
             file!("python/counter/app.py" => "app.py"),
-            file!("python/counter/test_app.py" => "test_app.py"),
+            file!("python/test_head.py", "python/counter/test_app.py" => "test_app.py"),
         ],
         (Lang::Python, Workflow) => [
             file!("python/workflow/app.py" => "app.py"),
-            file!("python/workflow/test_app.py" => "test_app.py"),
+            file!("python/test_head.py", "python/workflow/test_app.py" => "test_app.py"),
         ],
         (Lang::Python, Queue) => [
             file!("python/queue/app.py" => "app.py"),
-            file!("python/queue/test_app.py" => "test_app.py"),
+            file!("python/test_head.py", "python/queue/test_app.py" => "test_app.py"),
         ],
         (Lang::Js, Counter) => [
             file!("js/counter/app.js" => "app.js"),
-            file!("js/counter/actor.test.mjs" => "test/actor.test.mjs"),
+            file!("js/test_head.mjs", "js/counter/actor.test.mjs" => "test/actor.test.mjs"),
         ],
         (Lang::Js, Workflow) => [
             file!("js/workflow/app.js" => "app.js"),
-            file!("js/workflow/actor.test.mjs" => "test/actor.test.mjs"),
+            file!("js/test_head.mjs", "js/workflow/actor.test.mjs" => "test/actor.test.mjs"),
         ],
         (Lang::Js, Queue) => [
             file!("js/queue/app.js" => "app.js"),
-            file!("js/queue/actor.test.mjs" => "test/actor.test.mjs"),
+            file!("js/test_head.mjs", "js/queue/actor.test.mjs" => "test/actor.test.mjs"),
         ],
     }
 }
