@@ -13,9 +13,16 @@ shipped with this package. The SDK is copied next to the entry module, so the
 component gets this very version of it whether it is installed with pip or
 used from a source tree. Other modules of the actor's directory are
 importable too.
+
+A component whose inputs (the actor's Python files, this SDK, the WIT
+package, the world and componentize-py's version) are those it was last
+built from, by the digest in `OUTPUT.inputs`, is kept as it is:
+componentize-py does not make the same bytes twice, and the host compiles
+again whatever bytes are new.
 """
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -59,6 +66,44 @@ def _target(path, module):
 
 WORLD = "full-actor-http-server"
 
+# Folders of an actor's directory that hold no module of the actor.
+_NOT_SOURCES = {"__pycache__", "node_modules", "target"}
+
+
+def _python_files(directory):
+    """The `.py` files under `directory`, sorted, hidden folders and
+    `_NOT_SOURCES` left out."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_SOURCES)
+        found += [os.path.join(root, f) for f in files if f.endswith(".py")]
+    return sorted(found)
+
+
+def inputs_digest(directory, module, wit, world):
+    """What the component of the actor in `directory` is made from."""
+    digest = hashlib.sha256()
+    digest.update(f"componentize-py {COMPONENTIZE_PY_VERSION}\0{world}\0{module}\0".encode())
+    for label, base, files in [
+        ("actor", directory, _python_files(directory)),
+        ("sdk", HERE, _python_files(HERE)),
+        ("wit", wit, sorted(os.path.join(root, f) for root, _, names in os.walk(wit) for f in names if f.endswith(".wit"))),
+    ]:
+        for path in files:
+            digest.update(f"{label}/{os.path.relpath(path, base)}\0".encode())
+            with open(path, "rb") as f:
+                digest.update(f.read())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
 
 def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
     """Builds the actor in `source` (a directory or a `.py` file) into
@@ -71,6 +116,14 @@ def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
     wit = os.path.abspath(wit or os.path.join(HERE, "wit"))
     output = os.path.abspath(output)
     os.makedirs(os.path.dirname(output), exist_ok=True)
+    digest = inputs_digest(directory, module, wit, world)
+    stamp = output + ".inputs"
+    if os.path.isfile(output) and _read(stamp) == digest:
+        if not quiet:
+            print(f"burrow.build: {output} is up to date", file=sys.stderr, flush=True)
+        return time.monotonic() - begun
+    if os.path.exists(stamp):
+        os.remove(stamp)
     with tempfile.TemporaryDirectory(prefix="burrow-build-") as tmp:
         shutil.copytree(HERE, os.path.join(tmp, "burrow"), ignore=shutil.ignore_patterns("__pycache__", "wit"))
         with open(os.path.join(tmp, ENTRY + ".py"), "w") as f:
@@ -103,6 +156,8 @@ def build(source, output, module="app", wit=None, quiet=False, world=WORLD):
         if done.returncode != 0:
             sys.stderr.write(done.stdout)
             sys.exit(f"burrow.build: componentize-py failed ({done.returncode}) for {directory}/{module}")
+    with open(stamp, "w") as f:
+        f.write(digest)
     took = time.monotonic() - begun
     if not quiet:
         size = os.path.getsize(output) / 1e6
