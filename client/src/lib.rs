@@ -17,6 +17,7 @@
 //! ```no_run
 //! # async fn run() -> Result<(), burrow_client::ClientError> {
 //! use burrow_client::{Client, SendOptions, SendOutcome};
+//! use serde_json::json;
 //!
 //! let client = Client::new("http://127.0.0.1:7878");
 //! let counter = client.actor("counter", "my-counter");
@@ -28,6 +29,15 @@
 //!     .send("welcome", &"ada@example.com", &SendOptions::default())
 //!     .await?;
 //! assert!(matches!(outcome, SendOutcome::Queued { .. }));
+//!
+//! let alice = client.actor("account", "alice");
+//! let left: i64 = alice.call("transfer", &("bob", 30)).await?;
+//!
+//! let room = client.actor("chat-room", "lobby");
+//! let mut events = room.subscribe(Some(&json!({"name": "ada"}))).await?;
+//! while let Some(event) = events.next().await {
+//!     println!("{:?}", event?);
+//! }
 //! # Ok(()) }
 //! ```
 #![deny(missing_docs)]

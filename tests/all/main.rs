@@ -21,7 +21,9 @@ mod conformance;
 mod connections;
 mod counter;
 mod deploy;
+
 mod destroy;
+mod docs;
 mod errors;
 mod examples;
 mod front;
