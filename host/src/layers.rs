@@ -7,8 +7,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "address", "bindings", "blocking", "cache", "caller", "config", "deadline", "engine",
-            "error", "metrics", "outbound", "text", "watchdog",
+            "address", "bindings", "blocking", "cache", "caller", "clock", "config", "deadline",
+            "engine", "error", "metrics", "outbound", "text", "watchdog",
         ],
     ),
     (

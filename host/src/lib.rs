@@ -59,6 +59,7 @@ mod capability;
 mod cell;
 pub mod cli;
 pub mod client;
+mod clock;
 pub mod config;
 mod connections;
 mod deadline;

@@ -11,11 +11,11 @@ use tracing::Instrument;
 
 use crate::address::Address;
 use crate::cell::{Origin, RunEnd};
+use crate::clock::now_ms;
 use crate::config::BACKGROUND_CONFLICT_PAUSE;
 use crate::error::Error;
 use crate::presence::Lease;
 use crate::storage::index::Mark;
-use crate::storage::instance_db::now_ms;
 use crate::storage::marks::MarkError;
 use crate::text::escaped;
 

@@ -5,11 +5,11 @@ use tracing::Instrument;
 
 use crate::address::Address;
 use crate::cell::Origin;
+use crate::clock::now_ms;
 use crate::config::SCHEDULE_RETRY_AFTER_ERROR;
 use crate::error::Error;
 use crate::presence::Lease;
 use crate::storage::index::Mark;
-use crate::storage::instance_db::now_ms;
 use crate::text::escaped;
 
 use super::Background;

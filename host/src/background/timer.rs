@@ -7,8 +7,8 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use crate::address::Address;
+use crate::clock::now_ms;
 use crate::storage::index::Mark;
-use crate::storage::instance_db::now_ms;
 use crate::storage::marks::MarkError;
 
 use super::Background;

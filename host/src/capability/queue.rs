@@ -2,9 +2,9 @@
 //! current call's transaction.
 
 use crate::bindings::queue::{AppendOptions, Host, QueueError};
+use crate::clock::now_ms;
 use crate::config::MAX_EVENT_NAME_BYTES;
 use crate::instance::{InstanceState, QueueLimits, storage_trap};
-use crate::storage::instance_db::now_ms;
 use crate::storage::queue::NewEvent;
 use crate::storage::queue::{AppendError, append};
 

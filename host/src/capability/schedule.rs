@@ -3,11 +3,11 @@
 //! `Cell::run_due_schedules`).
 
 use crate::bindings::schedule::{Host, ScheduleError, Scheduled};
+use crate::clock::now_ms;
 use crate::config::{
     MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES, MIN_SCHEDULE_INTERVAL_MS,
 };
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::instance_db::now_ms;
 use crate::storage::schedule::{self as schedule_db, AddError};
 
 /// Checks the action and the arguments of a schedule.

@@ -9,13 +9,13 @@ use crate::address::Address;
 use crate::bindings::Exports;
 use crate::bindings::types::{ActionError, Failure};
 use crate::caller::{Caller, InternalActions};
+use crate::clock::now_ms;
 use crate::config::MAX_RESULT_BYTES;
 use crate::deadline::DeadlineExceeded;
 use crate::error::Error;
 use crate::instance::output::failure_text;
 use crate::instance::{ConflictTrap, InstanceState, Mode};
 use crate::storage::index::Mark;
-use crate::storage::instance_db::now_ms;
 use crate::storage::schedule as schedule_db;
 use crate::text::escaped;
 

@@ -36,6 +36,7 @@ use crate::address::Address;
 use crate::bindings::Exports;
 use crate::caller::InternalActions;
 use crate::capability::http::{Hooks, Outbound};
+use crate::clock::now_ms;
 use crate::config::{MAX_TABLE_ELEMENTS, MAX_WASM_INSTANCES, MAX_WASM_TABLES};
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::definition::ActorDefinition;
@@ -46,7 +47,7 @@ use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
 use crate::metrics::ActorMetrics;
 use crate::storage::cluster::ClusterError;
-use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::instance_db::InstanceDb;
 use crate::storage::marks::Marks;
 use crate::storage::store::InstanceStore;
 

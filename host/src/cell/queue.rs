@@ -4,11 +4,11 @@
 use crate::bindings::processor::QueueMode as WitQueueMode;
 use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::types::Failure;
+use crate::clock::now_ms;
 use crate::config::MAX_RESULT_BYTES;
 use crate::error::Error;
 use crate::instance::Mode;
 use crate::instance::output::failure_text;
-use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
 use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
 

@@ -4,13 +4,13 @@
 use crate::bindings::types::Failure;
 use crate::bindings::workflow::FailureKind;
 use crate::bindings::workflow_runner::RunOutcome;
+use crate::clock::now_ms;
 use crate::config::MAX_RESULT_BYTES;
 use crate::error::Error;
 use crate::instance::Mode;
 use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::RunState;
-use crate::storage::instance_db::now_ms;
 use crate::storage::queue::{self as queue_db};
 use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
 

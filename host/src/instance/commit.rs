@@ -30,13 +30,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::address::Address;
+use crate::clock::now_ms;
 use crate::connections::{Hub, PendingEvent};
 use crate::error::Error;
 use crate::metrics::{DurationHistogram, Metrics};
 use crate::storage::cluster::ClusterError;
 use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
 use crate::storage::index::Index;
-use crate::storage::instance_db::{InstanceDb, now_ms};
+use crate::storage::instance_db::InstanceDb;
 use crate::storage::log_file::LogFile;
 use crate::storage::replica::Release;
 

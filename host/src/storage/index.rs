@@ -315,7 +315,7 @@ impl Index {
             )?
             .execute(params![actor, key, at])?;
         }
-        let created_at = crate::storage::instance_db::now_ms();
+        let created_at = crate::clock::now_ms();
         conn.prepare_cached(
             "INSERT INTO instances (actor, key, created_at, queue_due_at, schedule_due_at)
              VALUES (?1, ?2, ?3, ?4, ?5)

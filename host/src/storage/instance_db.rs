@@ -360,14 +360,6 @@ pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>>
         .optional()
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

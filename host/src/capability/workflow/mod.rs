@@ -22,8 +22,8 @@ use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::workflow::{
     Host, Interrupt, LoopStart, StepFailure, StepOptions, StepOutcome, StepStart,
 };
+use crate::clock::now_ms;
 use crate::instance::InstanceState;
-use crate::storage::instance_db::now_ms;
 
 impl Host for InstanceState {
     fn begin_step(

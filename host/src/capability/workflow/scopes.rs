@@ -5,9 +5,9 @@
 
 use super::history::new_entry;
 use crate::bindings::workflow::{Interrupt, LoopIteration, LoopStart};
+use crate::clock::now_ms;
 use crate::instance::workflow_run::{Scope, ScopeKind};
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::instance_db::now_ms;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus};
 
 pub(super) fn loop_enter(

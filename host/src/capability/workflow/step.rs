@@ -22,12 +22,13 @@ use crate::bindings::types::Failure;
 use crate::bindings::workflow::{
     FailureKind, Interrupt, StepFailure, StepOptions, StepOutcome, StepStart,
 };
+use crate::clock::now_ms;
 use crate::config::{MAX_BATCH_CALLS, MAX_BATCH_TIME, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, StepBatch};
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
-use crate::storage::instance_db::{Savepoint, now_ms};
+use crate::storage::instance_db::Savepoint;
 use crate::storage::queue::retry_delay;
 use crate::storage::workflow::{
     self as workflow_db, EntryKind, EntryStatus, HistoryEntry, StepRequestRow,

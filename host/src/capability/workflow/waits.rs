@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::history::new_entry;
 use crate::bindings::queue::Event as WitEvent;
 use crate::bindings::workflow::Interrupt;
+use crate::clock::now_ms;
 use crate::config::MAX_QUEUE_BATCH;
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus};
 

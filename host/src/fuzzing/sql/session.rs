@@ -14,9 +14,9 @@ use crate::bindings::queue::{AppendOptions, Host as _};
 use crate::bindings::schedule::Host as _;
 use crate::bindings::state::Host as _;
 use crate::bindings::workflow::{Host as _, StepOptions, StepOutcome, StepStart};
+use crate::clock::now_ms;
 use crate::fuzzing::ImportSession;
 use crate::instance::{InstanceState, Mode};
-use crate::storage::instance_db::now_ms;
 use crate::storage::queue as queue_db;
 use crate::storage::schedule as schedule_db;
 
