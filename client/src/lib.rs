@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod instance;
+pub mod route;
 mod subscription;
 mod tls;
 mod wire;
@@ -56,11 +57,9 @@ pub use instance::Instance;
 pub use subscription::{Event, Subscription};
 pub use tls::{CA_CERT_ENV, POOL_IDLE_TIMEOUT, Trust, crypto_provider};
 pub use wire::{
-    ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendOptions,
-    SendOutcome,
+    ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendBody,
+    SendOptions, SendOutcome,
 };
-
-use wire::SendBody;
 
 /// An error answer from the server, or a failure to reach it or to
 /// understand it.
@@ -243,7 +242,7 @@ impl Client {
 
     /// The keys of `actor`'s instances.
     pub async fn keys(&self, actor: &str) -> Result<Vec<String>, ClientError> {
-        let url = format!("{}/actors/{}", self.base, encode_segment(actor));
+        let url = self.url(route::KEYS, &[actor]);
         let (status, text) = self.request(self.http.get(url)).await?;
         let keys: KeyList = decode(Some(status), &text, "the list of keys")?;
         Ok(keys.keys)
@@ -252,7 +251,7 @@ impl Client {
     /// The hosts of the cluster the server is part of, with the leases
     /// each holds (an error `no-cluster` from a server that runs alone).
     pub async fn cluster_status(&self) -> Result<Value, ClientError> {
-        let url = format!("{}/cluster", self.base);
+        let url = self.url(route::CLUSTER, &[]);
         let (status, text) = self.request(self.http.get(url)).await?;
         decode(Some(status), &text, "the cluster's status")
     }
@@ -267,11 +266,7 @@ impl Client {
         component: Vec<u8>,
         check: bool,
     ) -> Result<Value, ClientError> {
-        let url = format!(
-            "{}/actors/{}/component?check={check}",
-            self.base,
-            encode_segment(actor)
-        );
+        let url = format!("{}?check={check}", self.url(route::COMPONENT, &[actor]));
         let request = self
             .http
             .put(url)
@@ -284,21 +279,16 @@ impl Client {
     /// Puts back the component `actor` ran before its last deploy.
     pub async fn deploy_previous(&self, actor: &str, check: bool) -> Result<Value, ClientError> {
         let url = format!(
-            "{}/actors/{}/component/previous?check={check}",
-            self.base,
-            encode_segment(actor)
+            "{}?check={check}",
+            self.url(route::PREVIOUS_COMPONENT, &[actor])
         );
         let (status, text) = self.request(self.http.post(url)).await?;
         decode(Some(status), &text, "the deploy's answer")
     }
 
-    fn instance_url(&self, actor: &str, key: &str) -> String {
-        format!(
-            "{}/actors/{}/{}",
-            self.base,
-            encode_segment(actor),
-            encode_segment(key)
-        )
+    /// The URL of the route `pattern` filled in with `segments`.
+    fn url(&self, pattern: &str, segments: &[&str]) -> String {
+        format!("{}{}", self.base, route::path(pattern, segments))
     }
 
     async fn request(
@@ -334,11 +324,7 @@ impl Client {
         action: &str,
         args: String,
     ) -> Result<(u16, String), ClientError> {
-        let url = format!(
-            "{}/actions/{}",
-            self.instance_url(actor, key),
-            encode_segment(action)
-        );
+        let url = self.url(route::ACTION, &[actor, key, action]);
         let request = self
             .http
             .post(url)
@@ -365,14 +351,14 @@ impl Client {
     pub async fn create(&self, actor: &str, key: &str, input: &str) -> Result<(), ClientError> {
         let request = self
             .http
-            .put(self.instance_url(actor, key))
+            .put(self.url(route::INSTANCE, &[actor, key]))
             .body(input.to_owned());
         self.request(request).await.map(drop)
     }
 
     /// Destroys the instance.
     pub async fn destroy(&self, actor: &str, key: &str) -> Result<(), ClientError> {
-        self.request(self.http.delete(self.instance_url(actor, key)))
+        self.request(self.http.delete(self.url(route::INSTANCE, &[actor, key])))
             .await
             .map(drop)
     }
@@ -385,18 +371,18 @@ impl Client {
 
     /// The instance's state.
     pub async fn state(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
-        self.get_value(format!("{}/state", self.instance_url(actor, key)))
-            .await
+        self.get_value(self.url(route::STATE, &[actor, key])).await
     }
 
     /// The instance's state and tables.
     pub async fn inspect(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
-        self.get_value(self.instance_url(actor, key)).await
+        self.get_value(self.url(route::INSTANCE, &[actor, key]))
+            .await
     }
 
     /// The instance's workflow: status, what it waits for, and history.
     pub async fn workflow(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
-        self.get_value(format!("{}/workflow", self.instance_url(actor, key)))
+        self.get_value(self.url(route::WORKFLOW, &[actor, key]))
             .await
     }
 
@@ -409,23 +395,14 @@ impl Client {
         payload: &P,
         options: &SendOptions,
     ) -> Result<(u16, String), ClientError> {
-        let body = SendBody {
-            event_type,
-            payload,
-            priority: options.priority,
-            group: options.group.as_deref(),
-            wait: options.wait.map(|_| true),
-            timeout_ms: options
-                .wait
-                .map(|wait| u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
-        };
+        let body = SendBody::new(event_type, payload, options);
         let body = serde_json::to_string(&body).map_err(|e| {
             ClientError::local(
                 "invalid-event",
                 format!("the payload does not serialize to JSON: {e}"),
             )
         })?;
-        let url = format!("{}/queue", self.instance_url(actor, key));
+        let url = self.url(route::QUEUE, &[actor, key]);
         let request = self
             .http
             .post(url)
@@ -459,35 +436,31 @@ impl Client {
 
     /// The instance's queue: policy, pending events and dead letters.
     pub async fn queue(&self, actor: &str, key: &str) -> Result<Value, ClientError> {
-        self.get_value(format!("{}/queue", self.instance_url(actor, key)))
-            .await
+        self.get_value(self.url(route::QUEUE, &[actor, key])).await
     }
 
     /// Moves a dead letter back into the queue.
     pub async fn requeue(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
-        let url = format!(
-            "{}/queue/dead-letters/{id}/requeue",
-            self.instance_url(actor, key)
-        );
+        let url = self.url(route::REQUEUE, &[actor, key, &id.to_string()]);
         self.request(self.http.post(url)).await.map(drop)
     }
 
     /// Deletes a dead letter for good.
     pub async fn discard(&self, actor: &str, key: &str, id: i64) -> Result<(), ClientError> {
-        let url = format!("{}/queue/dead-letters/{id}", self.instance_url(actor, key));
+        let url = self.url(route::DEAD_LETTER, &[actor, key, &id.to_string()]);
         self.request(self.http.delete(url)).await.map(drop)
     }
 
     /// Whether the server answers its health check.
     pub async fn healthy(&self) -> bool {
-        self.request(self.http.get(format!("{}/healthz", self.base)))
+        self.request(self.http.get(self.url(route::HEALTH, &[])))
             .await
             .is_ok()
     }
 
     /// The WebSocket URL of the instance's `connect` endpoint.
     fn connect_url(&self, actor: &str, key: &str, params: Option<&Value>) -> String {
-        let url = format!("{}/connect", self.instance_url(actor, key));
+        let url = self.url(route::CONNECT, &[actor, key]);
         let url = if let Some(rest) = url.strip_prefix("http://") {
             format!("ws://{rest}")
         } else if let Some(rest) = url.strip_prefix("https://") {

@@ -118,19 +118,66 @@ impl<R> SendOutcome<R> {
     }
 }
 
-/// The body of a send: `{"type", "payload", "priority", "group", "wait",
-/// "timeout_ms"}`.
-#[derive(Serialize)]
-pub(crate) struct SendBody<'a, P: ?Sized> {
+/// The body of a send, `POST /actors/{actor}/{key}/queue`: `{"type",
+/// "payload", "priority", "group", "wait", "timeout_ms"}`. A client writes
+/// it with a payload it serializes (`SendBody<&P>`), the server reads it
+/// with the payload's JSON text (`SendBody`), and a host forwards it with
+/// the text it has.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendBody<P = Box<RawValue>> {
+    /// The event's type.
     #[serde(rename = "type")]
-    pub(crate) event_type: &'a str,
-    pub(crate) payload: &'a P,
-    pub(crate) priority: i32,
-    pub(crate) group: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) wait: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timeout_ms: Option<u64>,
+    pub event_type: String,
+    /// The event's payload; `null` when there is none.
+    #[serde(default)]
+    pub payload: Option<P>,
+    /// Lower values are processed first.
+    #[serde(default)]
+    pub priority: i32,
+    /// The event's group; `None` for the default group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Whether the sender waits for the event's processing to commit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait: bool,
+    /// How long it waits, in milliseconds (with `wait` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl<P> SendBody<P> {
+    /// The body that sends `payload` as an event of `event_type` with
+    /// `options`.
+    pub fn new(event_type: &str, payload: P, options: &SendOptions) -> SendBody<P> {
+        SendBody {
+            event_type: event_type.to_owned(),
+            payload: Some(payload),
+            priority: options.priority,
+            group: options.group.clone(),
+            wait: options.wait.is_some(),
+            timeout_ms: options
+                .wait
+                .map(|wait| u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The options the body asks for: a wait of `timeout_ms` capped at
+    /// `max`, or `default` when it gives none; an error for a `timeout_ms`
+    /// without `wait`.
+    pub fn options(&self, default: Duration, max: Duration) -> Result<SendOptions, String> {
+        let wait = match (self.wait, self.timeout_ms) {
+            (false, Some(_)) => return Err("timeout_ms needs \"wait\": true".into()),
+            (false, None) => None,
+            (true, None) => Some(default),
+            (true, Some(ms)) => Some(Duration::from_millis(ms).min(max)),
+        };
+        Ok(SendOptions {
+            priority: self.priority,
+            group: self.group.clone(),
+            wait,
+        })
+    }
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.
@@ -194,6 +241,69 @@ pub struct Lagged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_send_body_reads_back_as_it_was_written() {
+        let options = SendOptions {
+            priority: -2,
+            group: Some("g".into()),
+            wait: Some(Duration::from_millis(1_500)),
+        };
+        let payload = serde_json::json!({"email": "ada@example.com"});
+        let text = serde_json::to_string(&SendBody::new("welcome", &payload, &options)).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"welcome","payload":{"email":"ada@example.com"},"priority":-2,"group":"g","wait":true,"timeout_ms":1500}"#
+        );
+        let body: SendBody = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            body.payload.as_deref().map(RawValue::get),
+            Some(r#"{"email":"ada@example.com"}"#)
+        );
+        let read = body
+            .options(Duration::from_secs(30), Duration::from_secs(600))
+            .unwrap();
+        assert_eq!(
+            (read.priority, read.group, read.wait),
+            (-2, Some("g".into()), options.wait)
+        );
+
+        let queued = SendBody::new("t", 1, &SendOptions::default());
+        assert_eq!(
+            serde_json::to_string(&queued).unwrap(),
+            r#"{"type":"t","payload":1,"priority":0,"group":null}"#
+        );
+    }
+
+    #[test]
+    fn a_send_body_s_wait_has_a_default_a_cap_and_needs_wait() {
+        let read = |text: &str| {
+            serde_json::from_str::<SendBody>(text)
+                .map_err(|e| e.to_string())?
+                .options(Duration::from_secs(30), Duration::from_secs(600))
+        };
+        assert_eq!(
+            read(r#"{"type":"t","wait":true}"#).unwrap().wait,
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            read(r#"{"type":"t","wait":true,"timeout_ms":9000000}"#)
+                .unwrap()
+                .wait,
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(read(r#"{"type":"t"}"#).unwrap().wait, None);
+        assert!(
+            read(r#"{"type":"t","timeout_ms":5}"#)
+                .unwrap_err()
+                .contains("needs \"wait\"")
+        );
+        assert!(
+            read(r#"{"type":"t","colour":1}"#)
+                .unwrap_err()
+                .contains("unknown field")
+        );
+    }
 
     #[test]
     fn send_outcomes_decode_from_the_answers() {

@@ -56,10 +56,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
 
-use crate::SendOptions;
 use crate::address::Address;
 use crate::caller::Caller;
-use crate::client::{ErrorBody, ErrorDetail, GuestFailure};
+use crate::client::{ErrorBody, ErrorDetail, GuestFailure, SendBody, route};
 use crate::config::{
     DEFAULT_SEND_WAIT, HttpLimits, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES,
     MAX_SEND_WAIT,
@@ -210,55 +209,43 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         tls: serving.tls.is_some(),
     };
     let router = Router::new()
-        .route("/healthz", get(health))
-        .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
-        .route("/cluster", get(cluster_status))
-        .route("/actors", get(views::actors))
-        .route("/actors/{actor}", get(views::keys))
-        .route("/actors/{actor}/{key}/tables", get(views::tables))
+        .route(route::HEALTH, get(health))
+        .route(route::READY, get(ready))
+        .route(route::METRICS, get(metrics))
+        .route(route::CLUSTER, get(cluster_status))
+        .route(route::ACTORS, get(views::actors))
+        .route(route::KEYS, get(views::keys))
+        .route(route::TABLES, get(views::tables))
+        .route(route::TABLE, get(views::table_page))
+        .route(route::SCHEDULES, get(views::schedules))
         .route(
-            "/actors/{actor}/{key}/tables/{table}",
-            get(views::table_page),
-        )
-        .route("/actors/{actor}/{key}/schedules", get(views::schedules))
-        .route(
-            "/actors/{actor}/component",
+            route::COMPONENT,
             get(component)
                 .put(deploy)
                 .layer(DefaultBodyLimit::max(MAX_COMPONENT_BYTES as usize)),
         )
-        .route("/actors/{actor}/component/previous", post(deploy_previous))
+        .route(route::PREVIOUS_COMPONENT, post(deploy_previous))
+        .route(route::INSTANCE, get(inspect).put(create).delete(destroy))
+        .route(route::STATE, get(state))
+        .route(route::ACTION, post(call))
+        .route(route::QUEUE, get(queue).post(send))
+        .route(route::WORKFLOW, get(workflow))
         .route(
-            "/actors/{actor}/{key}",
-            get(inspect).put(create).delete(destroy),
-        )
-        .route("/actors/{actor}/{key}/state", get(state))
-        .route("/actors/{actor}/{key}/actions/{action}", post(call))
-        .route("/actors/{actor}/{key}/queue", get(queue).post(send))
-        .route("/actors/{actor}/{key}/workflow", get(workflow))
-        .route(
-            "/actors/{actor}/{key}/http",
+            route::HTTP,
             any(incoming::incoming).layer(Extension(incoming::OverTls(serving.tls.is_some()))),
         )
         .route(
-            "/actors/{actor}/{key}/http/{*path}",
+            route::HTTP_PATH,
             any(incoming::incoming).layer(Extension(incoming::OverTls(serving.tls.is_some()))),
         )
         // Only a connection needs the access rules past the guard (its
         // token may come as its first message).
         .route(
-            "/actors/{actor}/{key}/connect",
+            route::CONNECT,
             get(connect::connect).layer(Extension(serving.access.clone())),
         )
-        .route(
-            "/actors/{actor}/{key}/queue/dead-letters/{id}/requeue",
-            post(requeue),
-        )
-        .route(
-            "/actors/{actor}/{key}/queue/dead-letters/{id}",
-            axum::routing::delete(discard),
-        )
+        .route(route::REQUEUE, post(requeue))
+        .route(route::DEAD_LETTER, axum::routing::delete(discard))
         // One layer for the guard and the body limit, not two: each layer
         // of a router boxes and clones the routes' services again, on
         // every request.
@@ -783,24 +770,6 @@ async fn deploy_previous(
     Ok(axum::Json(host.deploy_previous(&actor, check).await?))
 }
 
-/// The body of `POST /actors/{actor}/{key}/queue`.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SendBody {
-    #[serde(rename = "type")]
-    event_type: String,
-    #[serde(default)]
-    payload: Option<Box<serde_json::value::RawValue>>,
-    #[serde(default)]
-    priority: i32,
-    #[serde(default)]
-    group: Option<String>,
-    #[serde(default)]
-    wait: bool,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-}
-
 async fn send(
     State(host): State<Host>,
     headers: HeaderMap,
@@ -818,20 +787,10 @@ async fn send(
             "the body must be {{\"type\": ..., \"payload\": ...}} (optional: priority, group, wait, timeout_ms): {e}"
         ))
     })?;
-    let wait = match (body.wait, body.timeout_ms) {
-        (false, Some(_)) => {
-            return Err(invalid("timeout_ms needs \"wait\": true".into()).into());
-        }
-        (false, None) => None,
-        (true, None) => Some(DEFAULT_SEND_WAIT),
-        (true, Some(ms)) => Some(std::time::Duration::from_millis(ms).min(MAX_SEND_WAIT)),
-    };
+    let options = body
+        .options(DEFAULT_SEND_WAIT, MAX_SEND_WAIT)
+        .map_err(invalid)?;
     let payload = body.payload.as_deref().map_or("null", |p| p.get());
-    let options = SendOptions {
-        priority: body.priority,
-        group: body.group,
-        wait,
-    };
     let outcome = host
         .send_from(
             hop(&headers),

@@ -21,7 +21,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use burrow_client::{ErrorBody, GuestFailure};
+use burrow_client::{ErrorBody, GuestFailure, SendBody, route};
 use reqwest::{Method, StatusCode};
 
 use super::signature::{CALLER_HEADER, Claim, HTTP_HEADERS_HEADER, SIGNATURE_HEADER, Signature};
@@ -329,12 +329,7 @@ impl Host {
         action: &str,
         args: &str,
     ) -> Result<Result<String, Error>, Unreached> {
-        let path = format!(
-            "/actors/{}/{}/actions/{}",
-            burrow_client::encode_segment(actor),
-            burrow_client::encode_segment(key),
-            burrow_client::encode_segment(action)
-        );
+        let path = route::path(route::ACTION, &[actor, key, action]);
         let chain: Vec<[&str; 2]> = chain.iter().map(|a| [&*a.actor, &*a.key]).collect();
         let chain = serde_json::to_string(&chain).expect("strings serialize");
         let answer = self
@@ -367,24 +362,12 @@ impl Host {
         payload: &str,
         options: &SendOptions,
     ) -> Result<Result<SendOutcome, Error>, Unreached> {
-        let path = format!(
-            "/actors/{}/{}/queue",
-            burrow_client::encode_segment(actor),
-            burrow_client::encode_segment(key)
-        );
+        let path = route::path(route::QUEUE, &[actor, key]);
         let payload: Box<serde_json::value::RawValue> =
             serde_json::value::RawValue::from_string(payload.to_owned())
                 .map_err(|e| Unreached::Unknown(format!("the payload is not JSON: {e}")))?;
-        let mut body = serde_json::json!({
-            "type": event_type,
-            "payload": payload,
-            "priority": options.priority,
-            "group": options.group,
-        });
-        if let Some(wait) = options.wait {
-            body["wait"] = true.into();
-            body["timeout_ms"] = (wait.as_millis() as u64).into();
-        }
+        let body = serde_json::to_vec(&SendBody::new(event_type, payload, options))
+            .expect("a send body serializes");
         let answer = self
             .forward(
                 base,
@@ -394,7 +377,7 @@ impl Host {
                 None,
                 None,
                 &Caller::Host,
-                bytes::Bytes::from(body.to_string()),
+                bytes::Bytes::from(body),
                 self.forward_timeout(actor, options.wait.unwrap_or_default()),
             )
             .await?;

@@ -40,6 +40,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::ApiError;
 use super::gate::Ticket;
 use crate::caller::{Caller, Role};
+use crate::client::route;
 use crate::config::PEER_BODY_TIMEOUT;
 use crate::host::{
     CALLER_HEADER, CHAIN_HEADER, Claim, FORWARDED_HEADER, HTTP_HEADERS_HEADER, Host,
@@ -277,19 +278,17 @@ async fn route_actor(request: &mut Request) -> Option<String> {
     })
 }
 
-/// What `method` on `route` (a route's pattern) needs. Anything not listed
+/// What `method` on a route (its `pattern`) needs. Anything not listed
 /// needs an admin token.
-pub(super) fn permission(method: &Method, route: &str, open_metrics: bool) -> Permission {
-    match (method.as_str(), route) {
-        (_, "/healthz" | "/readyz") => Permission::Public,
-        ("GET", "/metrics") if open_metrics => Permission::Public,
-        ("POST", "/actors/{actor}/{key}/actions/{action}")
-        | ("PUT", "/actors/{actor}/{key}")
-        | ("POST", "/actors/{actor}/{key}/queue") => Permission::Client,
-        ("GET", "/actors/{actor}/{key}/connect") => Permission::Connect,
-        (_, "/actors/{actor}/{key}/http" | "/actors/{actor}/{key}/http/{*path}") => {
-            Permission::Http
+pub(super) fn permission(method: &Method, pattern: &str, open_metrics: bool) -> Permission {
+    match (method.as_str(), pattern) {
+        (_, route::HEALTH | route::READY) => Permission::Public,
+        ("GET", route::METRICS) if open_metrics => Permission::Public,
+        ("POST", route::ACTION) | ("PUT", route::INSTANCE) | ("POST", route::QUEUE) => {
+            Permission::Client
         }
+        ("GET", route::CONNECT) => Permission::Connect,
+        (_, route::HTTP | route::HTTP_PATH) => Permission::Http,
         _ => Permission::Admin,
     }
 }
