@@ -31,7 +31,8 @@
 //!   schedule runs, waiting senders, the timer;
 //! - the public host: [`host`] ([`Host`]), with [`queue`] and [`workflow`]
 //!   naming what its API shows;
-//! - front ends: [`http`], [`client`], [`cli`], [`bench`], `fuzzing`.
+//! - front ends: [`http`], [`client`], [`cli`], [`bench`], and `fuzzing`
+//!   (with the `fuzzing` feature, for the fuzz targets).
 //!
 //! # Example
 //!
@@ -68,6 +69,7 @@ mod directory;
 mod engine;
 mod error;
 #[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod host;
 pub mod http;

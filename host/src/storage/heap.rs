@@ -50,7 +50,7 @@ thread_local! {
 }
 
 /// Whether SQLite keeps its process-wide memory statistics (see
-/// [`keep_statistics`]).
+/// `keep_statistics`).
 static STATISTICS: AtomicBool = AtomicBool::new(cfg!(test));
 
 /// Asks SQLite to keep its process-wide memory statistics
@@ -62,12 +62,14 @@ static STATISTICS: AtomicBool = AtomicBool::new(cfg!(test));
 /// over HTTP on two cores, most of the time the workers slept inside
 /// SQLite). Burrow's own bound needs no statistics: each statement's
 /// account is its thread's.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn keep_statistics() {
     STATISTICS.store(true, Ordering::Relaxed);
 }
 
 /// Whether SQLite keeps its memory statistics in this process (it decides
 /// when the first connection opens).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn statistics_kept() -> bool {
     install();
     let mut current: c_int = 0;
