@@ -360,6 +360,30 @@ fn bad_input_gets_clear_errors_and_exit_codes() {
 
     let out = burrow(&manifest, &["call"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    // A PostgreSQL nobody listens for: an error naming it, not a panic.
+    let port = crate::support::free_port();
+    let url = format!("postgres://burrow@127.0.0.1:{port}/nowhere");
+    let data = dir.path().join("cluster-data");
+    let out = burrow(
+        &manifest,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--cluster",
+            &url,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr.contains(&format!("cannot join the cluster at {url}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! An instance is owned by at most one member at a time: its row's
 //! `owner`. A host takes a lease ([`acquire`]) when the row has no owner,
 //! when it is its own, or when the owner's membership has been expired for
-//! longer than the safety margin (by PostgreSQL's clock); taking it adds
+//! longer than the safety margin (by PostgreSQL's clock), which it is at
+//! once when the owner's session is gone (`members.rs`); taking it adds
 //! one to the row's `epoch`, the fencing token every later write of the
 //! new owner carries (`shipper.rs`), so that nothing the old owner still
 //! tries to write can land. A lease is valid for as long as its holder's
@@ -20,7 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::address::Address;
 use crate::storage::pages::{Image, LogTail};
 
-use super::{ClusterError, Shared};
+use super::{ClusterError, Shared, members};
 
 /// A lease this host holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,30 +132,57 @@ pub(super) async fn acquire(
 ) -> Result<Acquired, ClusterError> {
     let client = shared.client().await?;
     let margin = shared.config.margin.as_secs_f64();
-    let taken = client
-        .query_opt(
-            "INSERT INTO burrow_instances AS i (actor, key, owner, epoch)
-             SELECT $1, $2, $3, 1
-             WHERE EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
-             ON CONFLICT (actor, key) DO UPDATE SET owner = EXCLUDED.owner, epoch = i.epoch + 1
-             WHERE (i.owner IS NULL OR i.owner = EXCLUDED.owner OR NOT EXISTS (
-                       SELECT 1 FROM burrow_hosts h
-                       WHERE h.id = i.owner AND h.expires_at + make_interval(secs => $4) > now()))
-               AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
-             RETURNING id, epoch, version, written_epoch, page_size, pages, created_at",
-            &[&&*address.actor, &&*address.key, &me, &margin],
-        )
-        .await?;
-    if let Some(row) = taken {
-        return Ok(Acquired::Taken(Taken {
-            id: row.get(0),
-            epoch: row.get(1),
-            version: row.get(2),
-            written_epoch: row.get(3),
-            page_size: row.get::<_, i32>(4) as u32,
-            pages: row.get::<_, i32>(5) as u32,
-            created_at: row.get(6),
-        }));
+    let sessions = shared.member().session.is_some();
+    let mut expired_owner = false;
+    loop {
+        let taken = client
+            .query_opt(
+                "INSERT INTO burrow_instances AS i (actor, key, owner, epoch)
+                 SELECT $1, $2, $3, 1
+                 WHERE EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
+                 ON CONFLICT (actor, key) DO UPDATE SET owner = EXCLUDED.owner, epoch = i.epoch + 1
+                 WHERE (i.owner IS NULL OR i.owner = EXCLUDED.owner OR NOT EXISTS (
+                           SELECT 1 FROM burrow_hosts h
+                           WHERE h.id = i.owner AND h.expires_at + make_interval(secs => $4) > now()))
+                   AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
+                 RETURNING id, epoch, version, written_epoch, page_size, pages, created_at",
+                &[&&*address.actor, &&*address.key, &me, &margin],
+            )
+            .await?;
+        if let Some(row) = taken {
+            return Ok(Acquired::Taken(Taken {
+                id: row.get(0),
+                epoch: row.get(1),
+                version: row.get(2),
+                written_epoch: row.get(3),
+                page_size: row.get::<_, i32>(4) as u32,
+                pages: row.get::<_, i32>(5) as u32,
+                created_at: row.get(6),
+            }));
+        }
+        // Another member holds it: if that member's session is gone (its
+        // process died), its row is expired now and the lease taken.
+        if !sessions || expired_owner {
+            break;
+        }
+        expired_owner = true;
+        let owner: Option<String> = client
+            .query_opt(
+                "SELECT owner FROM burrow_instances WHERE actor = $1 AND key = $2",
+                &[&&*address.actor, &&*address.key],
+            )
+            .await?
+            .and_then(|row| row.get(0));
+        match owner {
+            Some(owner) if owner != me => {
+                if members::expire_the_gone(&client, shared.config.margin, Some(&owner)).await? == 0
+                {
+                    break;
+                }
+                tracing::info!(host = %owner, "the owner's session ended: its instances are taken over");
+            }
+            _ => break,
+        }
     }
     let owner = client
         .query_opt(

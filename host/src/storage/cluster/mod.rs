@@ -75,6 +75,8 @@ type OnLost = Box<dyn Fn(Option<&Address>) + Send + Sync>;
 /// What every part of the cluster shares.
 pub(crate) struct Shared {
     pub(crate) config: ClusterConfig,
+    /// How to connect: the pool's connections and the member's session.
+    pg: tokio_postgres::Config,
     pool: Pool,
     member: Mutex<Member>,
     /// Set when the host left: no heartbeat, no shipment, no lease.
@@ -90,6 +92,8 @@ pub(crate) struct Shared {
     shipped: ShipperStats,
     /// The key hosts of the cluster sign their requests to each other with.
     secret: std::sync::OnceLock<Vec<u8>>,
+    /// Wakes the heartbeat before its time (the member's session ended).
+    wake_heartbeat: Arc<tokio::sync::Notify>,
 }
 
 /// What the shipper wrote.
@@ -192,7 +196,7 @@ impl Cluster {
         };
         pg.options(&options);
         let manager = Manager::from_config(
-            pg,
+            pg.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -209,9 +213,11 @@ impl Cluster {
             id: String::new(),
             incarnation: 0,
             valid_until: Instant::now(),
+            session: None,
         };
         let shared = Arc::new(Shared {
             config,
+            pg,
             pool,
             member: Mutex::new(placeholder),
             left: AtomicBool::new(false),
@@ -221,7 +227,15 @@ impl Cluster {
             on_lost: Mutex::new(None),
             shipped: ShipperStats::default(),
             secret: std::sync::OnceLock::new(),
+            wake_heartbeat: Arc::default(),
         });
+        // From here the runtime is dropped as the cluster's, in the
+        // background, whatever fails.
+        let cluster = Cluster {
+            shared,
+            runtime: Some(runtime),
+        };
+        let (shared, runtime) = (&cluster.shared, cluster.runtime.as_ref().expect("just set"));
         let setup = shared.clone();
         let joined = runtime
             .spawn(async move {
@@ -239,14 +253,12 @@ impl Cluster {
         tracing::info!(host = %member.id, address = %shared.config.advertise, "joined the cluster");
         *lock(&shared.member) = member;
         runtime.spawn(members::beat(
-            Arc::downgrade(&shared),
+            Arc::downgrade(shared),
             shared.config.heartbeat,
+            shared.wake_heartbeat.clone(),
         ));
-        runtime.spawn(shipper::run(Arc::downgrade(&shared), queue));
-        Ok(Cluster {
-            shared,
-            runtime: Some(runtime),
-        })
+        runtime.spawn(shipper::run(Arc::downgrade(shared), queue));
+        Ok(cluster)
     }
 
     /// Has `on_lost` told when this host loses leases: of one instance
@@ -429,12 +441,21 @@ impl Cluster {
 pub(crate) fn redact(url: &str) -> String {
     match url.parse::<tokio_postgres::Config>() {
         Ok(config) => {
+            let ports = config.get_ports();
             let hosts: Vec<String> = config
                 .get_hosts()
                 .iter()
-                .map(|h| match h {
-                    tokio_postgres::config::Host::Tcp(name) => name.clone(),
-                    tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+                .enumerate()
+                .map(|(i, h)| {
+                    let host = match h {
+                        tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                        tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+                    };
+                    // One port for every host, or one each.
+                    match ports.get(i).or(ports.first().filter(|_| ports.len() == 1)) {
+                        Some(port) => format!("{host}:{port}"),
+                        None => host,
+                    }
                 })
                 .collect();
             format!(
@@ -448,8 +469,7 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-/// Creates the tables, one host at a time.
-/// Creates the tables if they are missing, and returns the cluster's
+/// Creates the tables if they are missing (one host at a time), and returns the cluster's
 /// secret (made here if no host made it before).
 async fn create_schema(shared: &Shared) -> Result<Vec<u8>, ClusterError> {
     let mut client = shared.client().await?;
@@ -498,5 +518,24 @@ impl LeaseSlot {
         let mut state = self.state();
         state.held = None;
         state.known = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_redacted_url_keeps_hosts_ports_user_and_database_but_no_password() {
+        assert_eq!(
+            redact("postgres://burrow:secret@db.example:6543/actors"),
+            "postgres://burrow@db.example:6543/actors"
+        );
+        assert_eq!(
+            redact("postgres://u:p@a:1,b:2/d?sslmode=disable"),
+            "postgres://u@a:1,b:2/d"
+        );
+        assert_eq!(redact("postgres://u@a/d"), "postgres://u@a:5432/d");
+        assert_eq!(redact("no url"), "(an invalid URL)");
     }
 }

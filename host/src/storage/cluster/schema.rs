@@ -1,7 +1,8 @@
 //! The tables a cluster keeps in PostgreSQL.
 //!
 //! - `burrow_hosts`: the members, each until `expires_at` (by PostgreSQL's
-//!   clock), which its heartbeat moves on.
+//!   clock), which its heartbeat moves on, and the second key of the
+//!   advisory lock its session holds (`session_lock`, NULL without one).
 //! - `burrow_instances`: one row per instance address ever used: its lease
 //!   (`owner`, a member's id or NULL, and `epoch`, which grows with every
 //!   change of owner), its replicated database (`version`, one more per
@@ -27,6 +28,7 @@ CREATE TABLE IF NOT EXISTS burrow_hosts (
     started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     expires_at TIMESTAMPTZ NOT NULL
 );
+ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS session_lock INTEGER;
 CREATE TABLE IF NOT EXISTS burrow_instances (
     id BIGSERIAL PRIMARY KEY,
     actor TEXT NOT NULL,
