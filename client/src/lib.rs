@@ -256,6 +256,25 @@ impl Client {
         decode(Some(status), &text, "the cluster's status")
     }
 
+    /// Drains the server (a host of a cluster): hands every instance it
+    /// serves to the other hosts, each between two calls, and answers once
+    /// it serves none: `{"moved", "ms"}`. The host goes on forwarding
+    /// requests until it is stopped.
+    pub async fn cluster_drain(&self) -> Result<Value, ClientError> {
+        let url = self.url(route::CLUSTER_DRAIN, &[]);
+        let (status, text) = self.request(self.http.post(url)).await?;
+        decode(Some(status), &text, "the drain's answer")
+    }
+
+    /// The same client (its token, its CA, its timeouts) for the server
+    /// at `base_url`.
+    pub fn with_base_url(&self, base_url: &str) -> Client {
+        Client {
+            base: base_url.trim_end_matches('/').to_owned(),
+            ..self.clone()
+        }
+    }
+
     /// Replaces `actor`'s component on the server with `component` (the
     /// bytes of a `.wasm` component); with `check`, only if no running
     /// workflow would diverge. Returns what the server did:

@@ -20,6 +20,8 @@ pub const READY: &str = "/readyz";
 pub const METRICS: &str = "/metrics";
 /// `GET`: the hosts of the server's cluster.
 pub const CLUSTER: &str = "/cluster";
+/// `POST`: hands every instance the host serves to the other hosts.
+pub const CLUSTER_DRAIN: &str = "/cluster/drain";
 /// `GET`: the actors.
 pub const ACTORS: &str = "/actors";
 /// `GET`: an actor's keys.

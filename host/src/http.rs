@@ -21,6 +21,8 @@
 //! | `GET /readyz` | | 200 and `{"status": "ready", "ready", "compiling", "failed"}` when every actor's component is loaded; 503 and the same with `"status": "compiling"` (or `"failed"`) otherwise |
 //! | `GET /ui`, `/ui/...` | | the web inspector (unless served without it) |
 //! | `GET /metrics` | | 200 and the host's metrics in the Prometheus text format |
+//! | `GET /cluster` | | 200 and the hosts of the cluster with the leases each holds; 404 `no-cluster` on a host alone |
+//! | `POST /cluster/drain` | | 200 `{"moved", "ms"}` once every instance this host served is another's |
 //!
 //! Every routed request passes the guard of `auth.rs` first: with API
 //! tokens, a route needs the role its table says (see
@@ -213,6 +215,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route(route::READY, get(ready))
         .route(route::METRICS, get(metrics))
         .route(route::CLUSTER, get(cluster_status))
+        .route(route::CLUSTER_DRAIN, post(cluster_drain))
         .route(route::ACTORS, get(views::actors))
         .route(route::KEYS, get(views::keys))
         .route(route::TABLES, get(views::tables))
@@ -594,6 +597,10 @@ async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>
             "this host runs alone: it was not started with --cluster",
         )),
     }
+}
+
+async fn cluster_drain(State(host): State<Host>) -> ApiResult<axum::Json<Value>> {
+    Ok(axum::Json(host.drain().await?))
 }
 
 async fn call(

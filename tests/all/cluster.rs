@@ -639,6 +639,131 @@ async fn twenty_kills_of_owners_under_load_lose_nothing_and_fail_over_in_under_a
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
+    // A long lease: nothing here may wait for one.
+    let lease = Duration::from_secs(10);
+    let mut cluster = Cluster::start_with(3, lease, "10s");
+    let drained = cluster.client(0);
+    let keys: Vec<String> = (0..12).map(|n| format!("d{n}")).collect();
+    for key in &keys {
+        call(&drained, "counter", key, "increment", json!([1])).await;
+    }
+    // Work in the background of a drained instance: its queue.
+    drained.create("queue-probe", "dq", "{}").await.unwrap();
+    let events: Vec<Value> = (0..60)
+        .map(|_| json!({"type": "slow", "payload": {"ms": 5}}))
+        .collect();
+    call(&drained, "queue-probe", "dq", "enqueue", json!([events])).await;
+    assert_eq!(leases(&drained).await.get("host-0"), Some(&13));
+
+    // Callers of every counter through every host, the drained one too.
+    let acknowledged: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let failed: Arc<Mutex<Vec<String>>> = Arc::default();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = tokio::task::JoinSet::new();
+    for (task, key) in keys.iter().enumerate() {
+        let client = cluster.client(task % 3);
+        let key = key.clone();
+        let (acknowledged, failed, stop) = (acknowledged.clone(), failed.clone(), stop.clone());
+        load.spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match client.call("counter", &key, "increment", "[1]").await {
+                    Ok(_) => *acknowledged.lock().unwrap().entry(key.clone()).or_default() += 1,
+                    Err(e) => failed.lock().unwrap().push(format!("{key}: {e:?}")),
+                }
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = crate::support::burrow_command()
+        .args(["cluster", "drain", "host-0", "--url", &cluster.url(1)])
+        .env("BURROW_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(answer["moved"].as_u64().unwrap() >= 13, "{answer}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    while let Some(done) = load.join_next().await {
+        done.unwrap();
+    }
+    let failed = failed.lock().unwrap().clone();
+    assert!(
+        failed.is_empty(),
+        "{} calls failed: {failed:?}",
+        failed.len()
+    );
+
+    // Host 0 serves nothing, and says it drains; the others hold it all.
+    let status = drained.cluster_status().await.unwrap();
+    let host_0 = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "host-0" && h["live"] == true)
+        .unwrap()
+        .clone();
+    assert_eq!(host_0["leases"], 0, "{status}");
+    assert_eq!(host_0["draining"], true, "{status}");
+    // Every acknowledged increment is there, once.
+    let reader = cluster.client(1);
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    eprintln!(
+        "drained: {answer}; {} increments acknowledged during the drain's run",
+        acknowledged.values().sum::<u64>()
+    );
+    for key in &keys {
+        let got = call(&reader, "counter", key, "get", json!([])).await;
+        let expected = 1 + acknowledged.get(key).copied().unwrap_or(0);
+        assert_eq!(got, json!(expected), "{key}");
+    }
+    // The queue goes on at its new host: every event processed once.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = call(&reader, "queue-probe", "dq", "log", json!([])).await;
+        let mut processed: HashMap<i64, usize> = HashMap::new();
+        for entry in log.as_array().unwrap() {
+            *processed
+                .entry(entry["event_id"].as_i64().unwrap())
+                .or_default() += 1;
+        }
+        assert!(
+            processed.values().all(|&n| n == 1),
+            "an event was processed twice: {log}"
+        );
+        if processed.len() == 60 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the queue stopped at {} events",
+            processed.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A drained host stops with nothing to give back; the rest serve on.
+    assert_eq!(leases(&reader).await.get("host-0"), Some(&0));
+    cluster.terminate(0);
+    for key in &keys {
+        call(&reader, "counter", key, "get", json!([])).await;
+    }
+
+    // Draining a name nobody has is an error naming it.
+    let out = crate::support::burrow_command()
+        .args(["cluster", "drain", "host-9", "--url", &cluster.url(1)])
+        .env("BURROW_LOG", "warn")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no live host of the cluster is named `host-9`"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_paused_owner_commits_nothing_once_another_host_took_over() {
     // A long call timeout: the paused call must reach its commit.
     let cluster = Cluster::start_with(2, LEASE, "60s");

@@ -146,6 +146,8 @@ async fn http_errors_carry_code_message_and_status() {
             "trapped",
         ),
         ("/nowhere", "", 404, "no-route"),
+        // A host alone has no cluster to drain into.
+        ("/cluster/drain", "", 409, "not-supported"),
     ];
     for (path, body, status, code) in cases {
         let (got_status, got) = post(path, body).await;

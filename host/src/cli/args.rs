@@ -231,6 +231,16 @@ pub enum ClusterCommand {
         #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
         url: String,
     },
+    /// Moves every instance a host serves to the other hosts, each between
+    /// two calls, and returns once it serves none: then stop it.
+    Drain {
+        /// The host to drain: its name (`--name`) or its id, as `burrow
+        /// cluster status` shows them.
+        host: String,
+        /// A server to ask where that host is (any host of the cluster).
+        #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
+        url: String,
+    },
 }
 
 /// The commands.

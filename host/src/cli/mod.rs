@@ -128,6 +128,19 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
                 .map_err(Failure::from)?;
             Ok(Some(status))
         }
+        Command::Cluster {
+            command: ClusterCommand::Drain { host, url },
+        } => {
+            let client = client(&url, remote)?;
+            let status = client.cluster_status().await.map_err(Failure::from)?;
+            let address = drain_address(&status, &host)?;
+            let drained = client
+                .with_base_url(&address)
+                .cluster_drain()
+                .await
+                .map_err(Failure::from)?;
+            Ok(Some(drained))
+        }
         Command::Call {
             actor,
             key,
@@ -268,5 +281,37 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             let report = crate::bench::run(manifest, args).await?;
             Ok(Some(report))
         }
+    }
+}
+
+/// The address of the host named `host` (its `--name` or its id) in the
+/// cluster's `status`, if it is a live member.
+fn drain_address(status: &Value, host: &str) -> Result<String, Failure> {
+    let hosts = status["hosts"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let live: Vec<&Value> = hosts
+        .iter()
+        .filter(|h| h["live"] == true && (h["name"] == host || h["id"] == host))
+        .collect();
+    match live.as_slice() {
+        [one] => Ok(one["address"].as_str().unwrap_or_default().to_owned()),
+        [] => {
+            let names: Vec<&str> = hosts
+                .iter()
+                .filter(|h| h["live"] == true)
+                .filter_map(|h| h["name"].as_str())
+                .collect();
+            Err(Failure {
+                code: "no-such-host".into(),
+                message: format!(
+                    "no live host of the cluster is named `{host}`; live hosts: {}",
+                    names.join(", ")
+                ),
+                exit: output::exit_code("no-such-host"),
+            })
+        }
+        _ => Err(Failure::usage(format!(
+            "{} live hosts are named `{host}`: give the id of one (see `burrow cluster status`)",
+            live.len()
+        ))),
     }
 }

@@ -20,7 +20,8 @@ pub(super) struct Failure {
 pub fn exit_code(code: &str) -> u8 {
     match code {
         "unknown-actor" | "unknown-action" | "no-such-instance" | "no-such-event"
-        | "no-such-table" | "no-route" | "method-not-allowed" | "no-http-handler" => 3,
+        | "no-such-table" | "no-route" | "method-not-allowed" | "no-http-handler"
+        | "no-such-host" => 3,
         "invalid-arguments"
         | "invalid-address"
         | "body-too-large"

@@ -7,6 +7,7 @@
 
 mod connect;
 mod destroy;
+mod drain;
 mod guest_link;
 mod incoming;
 mod log_syncs;

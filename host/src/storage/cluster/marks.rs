@@ -30,6 +30,8 @@ pub(crate) struct HostStatus {
     pub(crate) expires_in_ms: i64,
     /// Instances whose lease it holds.
     pub(crate) leases: i64,
+    /// It is draining: handing its instances to the others.
+    pub(crate) draining: bool,
     /// Whether this is the host that answered.
     pub(crate) this: bool,
 }
@@ -73,6 +75,10 @@ impl Cluster {
         actors: &[String],
         limit: usize,
     ) -> Result<Vec<(String, String, Taken)>, ClusterError> {
+        if self.draining() {
+            // Its instances go to other members, which run their work.
+            return Ok(Vec::new());
+        }
         let (me, actors) = (me.to_owned(), actors.to_vec());
         let margin = self.config().margin.as_secs_f64();
         self.run(move |shared| async move {
@@ -144,7 +150,8 @@ impl Cluster {
                     "SELECT h.id, h.name, h.address, h.expires_at > now(),
                             to_char(h.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
                             (extract(epoch FROM h.expires_at - now()) * 1000)::bigint,
-                            (SELECT count(*) FROM burrow_instances i WHERE i.owner = h.id)
+                            (SELECT count(*) FROM burrow_instances i WHERE i.owner = h.id),
+                            h.draining
                      FROM burrow_hosts h ORDER BY h.name, h.started_at",
                     &[],
                 )
@@ -162,6 +169,7 @@ impl Cluster {
                         started_at: row.get(4),
                         expires_in_ms: row.get(5),
                         leases: row.get(6),
+                        draining: row.get(7),
                     }
                 })
                 .collect())

@@ -14,6 +14,7 @@
 //! stage that waits for its shipment, blocking its thread, cannot stall
 //! the task that writes it, whatever runtime the host runs on.
 
+mod handover;
 mod leases;
 mod marks;
 mod members;
@@ -81,6 +82,9 @@ pub(crate) struct Shared {
     member: Mutex<Member>,
     /// Set when the host left: no heartbeat, no shipment, no lease.
     left: AtomicBool,
+    /// Set when the host began to drain: no lease it does not hold, no
+    /// due work claimed (`handover.rs`).
+    draining: AtomicBool,
     leases: Mutex<HashMap<Address, Arc<LeaseSlot>>>,
     /// Owners of instances this host met held elsewhere, to forward to
     /// without asking PostgreSQL each time.
@@ -221,6 +225,7 @@ impl Cluster {
             pool,
             member: Mutex::new(placeholder),
             left: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             leases: Mutex::default(),
             owners: Mutex::default(),
             shipments,

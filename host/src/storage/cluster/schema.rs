@@ -2,7 +2,8 @@
 //!
 //! - `burrow_hosts`: the members, each until `expires_at` (by PostgreSQL's
 //!   clock), which its heartbeat moves on, and the second key of the
-//!   advisory lock its session holds (`session_lock`, NULL without one).
+//!   advisory lock its session holds (`session_lock`, NULL without one),
+//!   and whether it is draining (`draining`).
 //! - `burrow_instances`: one row per instance address ever used: its lease
 //!   (`owner`, a member's id or NULL, and `epoch`, which grows with every
 //!   change of owner), its replicated database (`version`, one more per
@@ -29,6 +30,7 @@ CREATE TABLE IF NOT EXISTS burrow_hosts (
     expires_at TIMESTAMPTZ NOT NULL
 );
 ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS session_lock INTEGER;
+ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS draining BOOLEAN NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS burrow_instances (
     id BIGSERIAL PRIMARY KEY,
     actor TEXT NOT NULL,

@@ -1,0 +1,161 @@
+//! Handing instances over: a drain moves every instance a host serves to
+//! the other members, each at a quiet moment, so that the host can stop
+//! with nothing left and no request fails.
+//!
+//! A draining member takes no lease it does not hold ([`acquire`] points
+//! the caller to another member instead, which takes the instance when the
+//! request is forwarded to it), and its timer claims no due work. For each
+//! lease it holds, the host above puts the instance to sleep (its commits
+//! shipped, no operation running, none able to start here) and then hands
+//! the lease to the live member that holds the fewest ([`hand_over`]): one
+//! statement sets the row's owner to that member and adds one to the
+//! epoch, only if this host still holds it at the epoch it took it at, so
+//! anything this host might still try to write for it is fenced out. The
+//! new owner learns of it at its next use of the instance (a request, or
+//! its timer finding the instance's work due), which takes the lease as
+//! its own. Requests that reach the draining host afterwards are forwarded
+//! to the new owner.
+
+use std::sync::atomic::Ordering;
+
+use crate::address::Address;
+
+use super::{Acquired, Cluster, ClusterError, Held, Owner, Shared, lock};
+
+impl Cluster {
+    /// Starts draining this host: from now on it takes no lease it does
+    /// not hold, and the other members see it draining.
+    pub(crate) async fn begin_drain(&self) -> Result<(), ClusterError> {
+        self.shared.draining.store(true, Ordering::Release);
+        let me = self.member().id;
+        self.run(move |shared| async move {
+            let client = shared.client().await?;
+            client
+                .execute(
+                    "UPDATE burrow_hosts SET draining = true WHERE id = $1",
+                    &[&me],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Whether this host is draining.
+    pub(crate) fn draining(&self) -> bool {
+        self.shared.draining()
+    }
+
+    /// The instances whose lease this host holds now.
+    pub(crate) fn held(&self) -> Vec<(Address, Held)> {
+        let incarnation = self.member().incarnation;
+        lock(&self.shared.leases)
+            .values()
+            .filter_map(|slot| Some((slot.address.clone(), slot.held_under(incarnation)?)))
+            .collect()
+    }
+
+    /// The live member, other than this host and not draining, that holds
+    /// the fewest leases (`None`: there is none).
+    pub(crate) async fn least_loaded(&self) -> Result<Option<Owner>, ClusterError> {
+        let me = self.member().id;
+        self.run(move |shared| async move { least_loaded(&shared, &me).await })
+            .await
+    }
+
+    /// Hands the lease of `address`, held as `held`, to `to`: the caller
+    /// has put the instance to sleep and keeps any operation from starting
+    /// on it here until this returns. Returns whether the lease was still
+    /// this host's to give (if not, another host has it already).
+    pub(crate) async fn hand_over(
+        &self,
+        address: &Address,
+        held: Held,
+        to: &Owner,
+    ) -> Result<bool, ClusterError> {
+        let me = self.member().id;
+        let target = to.id.clone();
+        let handed = self
+            .run(move |shared| async move {
+                let client = shared.client().await?;
+                let rows = client
+                    .execute(
+                        "UPDATE burrow_instances SET owner = $2, epoch = epoch + 1
+                         WHERE id = $1 AND owner = $3 AND epoch = $4
+                           AND EXISTS (SELECT 1 FROM burrow_hosts
+                                       WHERE id = $2 AND expires_at > now())",
+                        &[&held.id, &target, &me, &held.epoch],
+                    )
+                    .await?;
+                Ok(rows == 1)
+            })
+            .await?;
+        let slot = self.slot(address);
+        slot.forget_lease();
+        if handed {
+            self.note_owner(address, Some(to.clone()));
+        }
+        Ok(handed)
+    }
+}
+
+impl Shared {
+    pub(super) fn draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+}
+
+/// The live member other than `me`, not draining, with the fewest leases.
+async fn least_loaded(shared: &Shared, me: &str) -> Result<Option<Owner>, ClusterError> {
+    let client = shared.client().await?;
+    let row = client
+        .query_opt(
+            "SELECT h.id, h.address FROM burrow_hosts h
+             WHERE h.id <> $1 AND h.expires_at > now() AND NOT h.draining
+             ORDER BY (SELECT count(*) FROM burrow_instances i WHERE i.owner = h.id), h.id
+             LIMIT 1",
+            &[&me],
+        )
+        .await?;
+    Ok(row.map(|row| Owner {
+        id: row.get(0),
+        address: row.get(1),
+        live: true,
+    }))
+}
+
+/// For a draining host (`me`): the member a request for `address` should
+/// go to, unless this host still holds its lease (`None`: take it as
+/// usual). Another live member that holds it, or else the least loaded
+/// member, which takes it when the request reaches it.
+pub(super) async fn elsewhere_while_draining(
+    shared: &Shared,
+    me: &str,
+    address: &Address,
+) -> Result<Option<Acquired>, ClusterError> {
+    let client = shared.client().await?;
+    let owner = client
+        .query_opt(
+            "SELECT i.owner, h.address, h.expires_at > now()
+             FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
+             WHERE i.actor = $1 AND i.key = $2",
+            &[&&*address.actor, &&*address.key],
+        )
+        .await?;
+    if let Some(row) = &owner {
+        let id: String = row.get(0);
+        if id == me {
+            return Ok(None);
+        }
+        if row.get::<_, bool>(2) {
+            return Ok(Some(Acquired::Elsewhere(Owner {
+                id,
+                address: row.get(1),
+                live: true,
+            })));
+        }
+    }
+    // Free, or its owner is gone: the least loaded member takes it (with
+    // nobody else, this host takes it as usual).
+    Ok(least_loaded(shared, me).await?.map(Acquired::Elsewhere))
+}
