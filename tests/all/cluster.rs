@@ -53,6 +53,18 @@ impl Cluster {
         head: &str,
         files: &[(&str, &str)],
     ) -> Cluster {
+        Cluster::start_on(postgres::database(), n, lease, call_timeout, head, files)
+    }
+
+    /// As [`Cluster::start_configured`], on the database at `postgres`.
+    fn start_on(
+        postgres: String,
+        n: usize,
+        lease: Duration,
+        call_timeout: &str,
+        head: &str,
+        files: &[(&str, &str)],
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
             std::fs::write(dir.path().join(name), text).unwrap();
@@ -75,7 +87,7 @@ impl Cluster {
         let mut cluster = Cluster {
             dir,
             manifest,
-            postgres: postgres::database(),
+            postgres,
             lease,
             hosts: (0..n)
                 .map(|_| Member {
@@ -575,7 +587,7 @@ async fn twenty_kills_of_owners_under_load_lose_nothing_and_fail_over_in_under_a
                             }
                             log.0.push(note);
                         }
-                        Err(_) => log.1.push(note),
+                        Err(e) => log.1.push(format!("{note}: {}: {}", e.code, e.message)),
                     }
                 }
             });
@@ -614,13 +626,14 @@ async fn twenty_kills_of_owners_under_load_lose_nothing_and_fail_over_in_under_a
             for note in &log.0 {
                 assert!(found.contains_key(note), "acknowledged {note} is lost");
             }
-            // At most the calls in flight inside the dead host, one per task.
-            assert!(
-                log.1.len() <= 2,
-                "{key}: {} calls failed: {:?}",
-                log.1.len(),
-                log.1
-            );
+            // Only calls that reached the dead host fail, and say that
+            // their outcome is unknown.
+            for failed in &log.1 {
+                assert!(
+                    failed.contains("cluster-unavailable") && failed.contains("may or may not"),
+                    "{failed}"
+                );
+            }
         }
         cluster.start_host(victim);
     }
@@ -654,7 +667,6 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
         .map(|_| json!({"type": "slow", "payload": {"ms": 5}}))
         .collect();
     call(&drained, "queue-probe", "dq", "enqueue", json!([events])).await;
-    assert_eq!(leases(&drained).await.get("host-0"), Some(&13));
 
     // Callers of every counter through every host, the drained one too.
     let acknowledged: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
@@ -682,7 +694,9 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(answer["moved"].as_u64().unwrap() >= 13, "{answer}");
+    // The counters in use at least (an idle instance may have moved
+    // to its share's host before).
+    assert!(answer["moved"].as_u64().unwrap() >= 12, "{answer}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     while let Some(done) = load.join_next().await {
@@ -761,6 +775,127 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
             .contains("no live host of the cluster is named `host-9`"),
         "{out:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_instances_spread_to_a_host_that_joins_and_busy_ones_stay() {
+    let lease = Duration::from_secs(10);
+    let mut cluster = Cluster::start_with(2, lease, "10s");
+    cluster.hosts.push(Member {
+        port: free_port(),
+        child: None,
+    });
+    let a = cluster.client(0);
+    for n in 0..30 {
+        call(&a, "counter", &format!("s{n}"), "increment", json!([n])).await;
+    }
+    // One instance in use all along, through host 0, which serves it.
+    let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let calls = {
+        let (client, busy) = (cluster.client(0), busy.clone());
+        tokio::spawn(async move {
+            let mut failed = Vec::new();
+            let mut n = 0u64;
+            while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                match client.call("counter", "hot", "increment", "[1]").await {
+                    Ok(_) => n += 1,
+                    Err(e) => failed.push(format!("{e:?}")),
+                }
+            }
+            (n, failed)
+        })
+    };
+    let shares = |leases: &HashMap<String, i64>| {
+        (0..3)
+            .map(|i| leases.get(&format!("host-{i}")).copied().unwrap_or(0))
+            .collect::<Vec<i64>>()
+    };
+    // Host 1 takes a share of the 30 idle counters of host 0.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = shares(&leases(&a).await);
+        if got[1] >= 14 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "host 1 holds {got:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A host that joins takes its share too.
+    cluster.start_host(2);
+    let joined = Instant::now();
+    let got = loop {
+        let got = shares(&leases(&a).await);
+        if got[2] >= 9 {
+            break got;
+        }
+        assert!(
+            joined.elapsed() < Duration::from_secs(30),
+            "host 2 holds {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!("host 2 held {got:?} after {:?}", joined.elapsed());
+    busy.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (hot, failed) = calls.await.unwrap();
+    assert!(failed.is_empty(), "{failed:?}");
+    // The instance in use stayed with host 0; every counter is as it was.
+    let status = a.cluster_status().await.unwrap();
+    let c = cluster.client(2);
+    for n in 0..30 {
+        assert_eq!(
+            call(&c, "counter", &format!("s{n}"), "get", json!([])).await,
+            json!(n)
+        );
+    }
+    assert_eq!(
+        call(&c, "counter", "hot", "get", json!([])).await,
+        json!(hot)
+    );
+    let rows = sql(
+        &cluster.postgres,
+        "SELECT h.name FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
+         WHERE i.actor = 'counter' AND i.key = 'hot'",
+    )
+    .await;
+    assert_eq!(rows.len(), 1, "{status}");
+    assert_eq!(rows[0].get::<_, String>(0), "host-0", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hosts_upgrade_the_tables_of_an_earlier_release() {
+    let url = postgres::database();
+    // The first release's burrow_hosts, with a member long gone.
+    sql(
+        &url,
+        "CREATE TABLE burrow_hosts (
+             id TEXT PRIMARY KEY,
+             name TEXT NOT NULL,
+             address TEXT NOT NULL,
+             started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+             expires_at TIMESTAMPTZ NOT NULL)",
+    )
+    .await;
+    sql(
+        &url,
+        "INSERT INTO burrow_hosts (id, name, address, expires_at)
+         VALUES ('old-1', 'old', 'http://127.0.0.1:9', now() - interval '1 day')",
+    )
+    .await;
+    let mut cluster = Cluster::start_on(url.clone(), 2, LEASE, "10s", "", &[]);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    call(&a, "counter", "u", "increment", json!([3])).await;
+    let columns = sql(
+        &url,
+        "SELECT count(*) FROM information_schema.columns
+         WHERE table_name = 'burrow_hosts' AND column_name IN ('session_lock', 'draining')",
+    )
+    .await;
+    assert_eq!(columns[0].get::<_, i64>(0), 2);
+    // The sessions work on the upgraded tables: a kill is seen at once.
+    cluster.kill_9(0);
+    let (got, took) = increment_until_served(&b, "u").await;
+    assert_eq!(got, json!(4));
+    assert!(took < LEASE, "taken over after {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,8 +7,8 @@
 
 mod connect;
 mod destroy;
-mod drain;
 mod guest_link;
+mod handover;
 mod incoming;
 mod log_syncs;
 mod queue;
@@ -107,6 +107,9 @@ impl Host {
         let forwarder = Arc::new(Forwarder::new(&trust));
         core.connect_above(wakeups, Arc::new(GuestLink::new(&work, forwarder.clone())));
         work.start_timer();
+        if core.store.cluster().is_some() {
+            tokio::spawn(handover::spread(Arc::downgrade(&core)));
+        }
         Ok(Host {
             core,
             work,

@@ -1,6 +1,8 @@
 //! Handing instances over: a drain moves every instance a host serves to
 //! the other members, each at a quiet moment, so that the host can stop
-//! with nothing left and no request fails.
+//! with nothing left and no request fails; and a host that holds more
+//! than its share ([`Cluster::excess`]) hands the rest to the members that
+//! hold the fewest, so that a host that joins gets its share.
 //!
 //! A draining member takes no lease it does not hold ([`acquire`] points
 //! the caller to another member instead, which takes the instance when the
@@ -63,6 +65,91 @@ impl Cluster {
             .await
     }
 
+    /// Leases this host holds in PostgreSQL but has not taken up here
+    /// (handed to it, and not used since), at most `limit`: each
+    /// instance's address, row and epoch. No connection of this host is
+    /// open on them; taking one up raises its epoch.
+    pub(crate) async fn unclaimed(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Address, i64, i64)>, ClusterError> {
+        let me = self.member().id;
+        let rows = self
+            .run(move |shared| async move {
+                let client = shared.client().await?;
+                Ok(client
+                    .query(
+                        "SELECT actor, key, id, epoch FROM burrow_instances
+                         WHERE owner = $1 ORDER BY id LIMIT $2",
+                        &[&me, &limit],
+                    )
+                    .await?)
+            })
+            .await?;
+        let held: std::collections::HashSet<Address> = self
+            .held()
+            .into_iter()
+            .map(|(address, _)| address)
+            .collect();
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let address = Address {
+                    actor: row.get::<_, String>(0).into(),
+                    key: row.get::<_, String>(1).into(),
+                };
+                (address, row.get(2), row.get(3))
+            })
+            .filter(|(address, _, _)| !held.contains(address))
+            .collect())
+    }
+
+    /// Hands the lease of an instance this host has not taken up (see
+    /// [`Cluster::unclaimed`]; row `id` at `epoch`) to `to`. Returns
+    /// whether it moved (not if this host took it up meanwhile).
+    pub(crate) async fn pass_on(
+        &self,
+        address: &Address,
+        id: i64,
+        epoch: i64,
+        to: &Owner,
+    ) -> Result<bool, ClusterError> {
+        let me = self.member().id;
+        let target = to.id.clone();
+        let moved = self
+            .run(move |shared| async move { give(&shared, id, &me, epoch, &target).await })
+            .await?;
+        if moved {
+            self.note_owner(address, Some(to.clone()));
+        }
+        Ok(moved)
+    }
+
+    /// How many leases this host holds beyond its fair share (the leases
+    /// of live members spread evenly over those not draining) plus
+    /// `slack`; 0 when it holds no more than that.
+    pub(crate) async fn excess(&self, slack: u64) -> Result<u64, ClusterError> {
+        let me = self.member().id;
+        self.run(move |shared| async move {
+            let client = shared.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT count(*) FILTER (WHERE i.owner = $1),
+                            count(*),
+                            (SELECT count(*) FROM burrow_hosts
+                             WHERE expires_at > now() AND NOT draining)
+                     FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
+                     WHERE h.expires_at > now()",
+                    &[&me],
+                )
+                .await?;
+            let (mine, total, members): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+            let fair = (total as u64).div_ceil(members.max(1) as u64);
+            Ok((mine as u64).saturating_sub(fair + slack))
+        })
+        .await
+    }
+
     /// Hands the lease of `address`, held as `held`, to `to`: the caller
     /// has put the instance to sleep and keeps any operation from starting
     /// on it here until this returns. Returns whether the lease was still
@@ -76,25 +163,17 @@ impl Cluster {
         let me = self.member().id;
         let target = to.id.clone();
         let handed = self
-            .run(move |shared| async move {
-                let client = shared.client().await?;
-                let rows = client
-                    .execute(
-                        "UPDATE burrow_instances SET owner = $2, epoch = epoch + 1
-                         WHERE id = $1 AND owner = $3 AND epoch = $4
-                           AND EXISTS (SELECT 1 FROM burrow_hosts
-                                       WHERE id = $2 AND expires_at > now())",
-                        &[&held.id, &target, &me, &held.epoch],
-                    )
-                    .await?;
-                Ok(rows == 1)
-            })
+            .run(
+                move |shared| async move { give(&shared, held.id, &me, held.epoch, &target).await },
+            )
             .await?;
         let slot = self.slot(address);
         slot.forget_lease();
         if handed {
             self.note_owner(address, Some(to.clone()));
         }
+        // Its clients connect again, and reach the new owner.
+        self.shared.lost(Some(address));
         Ok(handed)
     }
 }
@@ -103,6 +182,27 @@ impl Shared {
     pub(super) fn draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }
+}
+
+/// Gives the lease of row `id`, held by `me` at `epoch`, to the live
+/// member `to`, raising the epoch; whether it was still `me`'s to give.
+async fn give(
+    shared: &Shared,
+    id: i64,
+    me: &str,
+    epoch: i64,
+    to: &str,
+) -> Result<bool, ClusterError> {
+    let client = shared.client().await?;
+    let rows = client
+        .execute(
+            "UPDATE burrow_instances SET owner = $2, epoch = epoch + 1
+             WHERE id = $1 AND owner = $3 AND epoch = $4
+               AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $2 AND expires_at > now())",
+            &[&id, &to, &me, &epoch],
+        )
+        .await?;
+    Ok(rows == 1)
 }
 
 /// The live member other than `me`, not draining, with the fewest leases.

@@ -474,10 +474,17 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-/// Creates the tables if they are missing (one host at a time), and returns the cluster's
-/// secret (made here if no host made it before).
+/// Creates the tables if they are missing (one host at a time), and
+/// returns the cluster's secret (made here if no host made it before).
 async fn create_schema(shared: &Shared) -> Result<Vec<u8>, ClusterError> {
     let mut client = shared.client().await?;
+    let current: bool = client.query_one(schema::CURRENT, &[]).await?.get(0);
+    if current {
+        return Ok(client
+            .query_one("SELECT secret FROM burrow_secret WHERE id = 1", &[])
+            .await?
+            .get(0));
+    }
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema::SCHEMA_LOCK])
         .await?;
@@ -498,6 +505,13 @@ async fn create_schema(shared: &Shared) -> Result<Vec<u8>, ClusterError> {
         .await?
         .get(0);
     tx.commit().await?;
+    for upgrade in schema::UPGRADES {
+        client
+            .batch_execute(&format!(
+                "SET client_min_messages = warning; {upgrade}; RESET client_min_messages"
+            ))
+            .await?;
+    }
     Ok(secret)
 }
 

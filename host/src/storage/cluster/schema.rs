@@ -16,7 +16,13 @@
 //!   each other with (made by the first host that finds it missing).
 //!
 //! Hosts that start together may create the tables at the same time: an
-//! advisory lock makes them take turns.
+//! advisory lock makes them take turns. A host that finds the tables as
+//! they are now ([`CURRENT`]) runs no DDL at all: `CREATE INDEX IF NOT
+//! EXISTS` locks its table even when the index exists, and an `ALTER
+//! TABLE` locks `burrow_hosts` whole, which, in one transaction, deadlocks
+//! with the other hosts' commits (they write `burrow_instances`, then read
+//! `burrow_hosts`). The columns added since the first release
+//! ([`UPGRADES`]) are added each in a transaction of its own, once.
 
 /// The advisory lock around the schema's creation ("burrow" in ASCII).
 pub(super) const SCHEMA_LOCK: i64 = 0x6275_7272_6f77;
@@ -27,10 +33,10 @@ CREATE TABLE IF NOT EXISTS burrow_hosts (
     name TEXT NOT NULL,
     address TEXT NOT NULL,
     started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    expires_at TIMESTAMPTZ NOT NULL
+    expires_at TIMESTAMPTZ NOT NULL,
+    session_lock INTEGER,
+    draining BOOLEAN NOT NULL DEFAULT false
 );
-ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS session_lock INTEGER;
-ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS draining BOOLEAN NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS burrow_instances (
     id BIGSERIAL PRIMARY KEY,
     actor TEXT NOT NULL,
@@ -65,3 +71,20 @@ CREATE TABLE IF NOT EXISTS burrow_secret (
     secret BYTEA NOT NULL
 );
 ";
+
+/// True when the tables are as [`SCHEMA`] and [`UPGRADES`] make them.
+pub(super) const CURRENT: &str = "
+SELECT to_regclass('burrow_secret') IS NOT NULL
+   AND to_regclass('burrow_pages') IS NOT NULL
+   AND to_regclass('burrow_instances_schedule_due') IS NOT NULL
+   AND (SELECT count(*) FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'burrow_hosts'
+          AND column_name IN ('session_lock', 'draining')) = 2
+";
+
+/// The columns added to tables made by an earlier release, each run on
+/// its own (see the module docs).
+pub(super) const UPGRADES: &[&str] = &[
+    "ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS session_lock INTEGER",
+    "ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS draining BOOLEAN NOT NULL DEFAULT false",
+];
