@@ -117,6 +117,12 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+/// Why instances were handed to another host of the cluster.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HandoverLabels {
+    reason: &'static str,
+}
+
 /// A histogram of durations in atomics: an observation is two atomic
 /// adds (its bucket and the sum), with no lock. The count is the sum of
 /// the buckets read at the scrape, so the `+Inf` bucket and `_count`
@@ -321,6 +327,8 @@ pub(crate) struct Metrics {
     detached: Arc<ActorMetrics>,
     commits: Arc<AtomicU64>,
     log_syncs: DurationHistogram,
+    cluster_leases: Gauge,
+    handovers: Family<HandoverLabels, Counter>,
 }
 
 impl Metrics {
@@ -341,6 +349,18 @@ impl Metrics {
             "Syncs of instances' write-ahead logs in synchronous = full (one a commit), and how long each waited for the disk",
             log_syncs.clone(),
         );
+        let cluster_leases = Gauge::default();
+        registry.register(
+            "burrow_cluster_leases",
+            "Instances whose lease this host holds and has taken up (0 on a host alone)",
+            cluster_leases.clone(),
+        );
+        let handovers = Family::<HandoverLabels, Counter>::default();
+        registry.register(
+            "burrow_cluster_handovers",
+            "Instances this host handed to another host of its cluster, by reason: drain, or spread (beyond its fair share)",
+            handovers.clone(),
+        );
         let actors = actors
             .into_iter()
             .map(|name| {
@@ -356,7 +376,22 @@ impl Metrics {
             detached: Arc::new(ActorMetrics::new(&Families::default(), "")),
             commits,
             log_syncs,
+            cluster_leases,
+            handovers,
         }
+    }
+
+    /// Sets how many leases this host holds (at a scrape).
+    pub(crate) fn set_cluster_leases(&self, leases: u64) {
+        self.cluster_leases.set(leases as i64);
+    }
+
+    /// Counts an instance handed to another host, for `reason` (`drain`
+    /// or `spread`).
+    pub(crate) fn handed_over(&self, reason: &'static str) {
+        self.handovers
+            .get_or_create(&HandoverLabels { reason })
+            .inc();
     }
 
     /// The handles of `actor` (handles that count nowhere for an actor the

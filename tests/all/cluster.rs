@@ -756,6 +756,21 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Its metrics say so.
+    let metrics = reqwest::get(format!("{}/metrics", cluster.url(0)))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("\nburrow_cluster_leases 0\n"), "{metrics}");
+    let handed: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("burrow_cluster_handovers_total{reason=\"drain\"} "))
+        .expect("handovers counted")
+        .parse()
+        .unwrap();
+    assert_eq!(handed, answer["moved"].as_u64().unwrap(), "{metrics}");
     // A drained host stops with nothing to give back; the rest serve on.
     assert_eq!(leases(&reader).await.get("host-0"), Some(&0));
     cluster.terminate(0);

@@ -83,6 +83,7 @@ impl Host {
                     .await
                     .map_err(unavailable)?
                 {
+                    self.core.metrics.handed_over("drain");
                     moved += 1;
                 }
             }
@@ -99,6 +100,7 @@ impl Host {
                 .await
                 .map_err(unavailable)?
             {
+                self.core.metrics.handed_over("drain");
                 moved += 1;
             }
         }
@@ -200,6 +202,7 @@ async fn spread_once(core: &Arc<Core>, cluster: &Cluster) -> Result<usize, Clust
             return Ok(moved);
         };
         if cluster.pass_on(&address, id, epoch, &to).await? {
+            core.metrics.handed_over("spread");
             moved += 1;
         }
     }
@@ -225,6 +228,7 @@ async fn spread_once(core: &Arc<Core>, cluster: &Cluster) -> Result<usize, Clust
             break;
         };
         if hand_over(core, cluster, &address, lease, &to).await? {
+            core.metrics.handed_over("spread");
             moved += 1;
         }
     }

@@ -190,6 +190,9 @@ impl Host {
                 }
             },
         };
+        if let Some(cluster) = core.store.cluster() {
+            core.metrics.set_cluster_leases(cluster.held().len() as u64);
+        }
         let awake = core.directory.awake_by_actor();
         for actor in core.metrics.actors() {
             let name = actor.name();

@@ -29,7 +29,14 @@ impl Run {
         tokio::select! {
             _ = stopped.wait_for(|stop| *stop) => {}
             result = self.drive() => {
-                if let Err(e) = result {
+                if let Err(Error::Moved { owner, .. }) = &result {
+                    // Another host serves the instance now (a drain, or a
+                    // host's share handed on): its pump runs there.
+                    tracing::debug!(
+                        actor = &*self.address.actor, key = &*self.address.key, owner = %owner,
+                        "the queue pump ends: another host serves the instance"
+                    );
+                } else if let Err(e) = result {
                     tracing::warn!(
                         actor = &*self.address.actor, key = &*self.address.key, error = %escaped(&e),
                         "the queue pump stopped; it tries again after the retry wait"
