@@ -1467,7 +1467,81 @@ async fn keep_incrementing(
 /// resume on, every increment through every host succeeds, and no lease is
 /// held by an expired membership; every acknowledged increment is kept,
 /// none twice.
+/// How host 0 is held back while the others take load.
+#[derive(Debug, Clone, Copy)]
+enum Stall {
+    /// `SIGSTOP` for this long, then `SIGCONT`.
+    Pause(Duration),
+    /// For this long, every thread of it at the idle scheduling class on
+    /// one CPU, with busy loops on that CPU: it runs, barely.
+    Starve(Duration),
+}
+
+/// Busy loops on the last CPU, with host `pid` moved there at the idle
+/// scheduling class; dropping it ends the loops and gives the host back
+/// every CPU at the normal class.
+struct Starved {
+    pid: u32,
+    loops: Vec<Child>,
+}
+
+impl Starved {
+    fn start(pid: u32) -> Starved {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let last = (cpus - 1).to_string();
+        let run = |program: &str, args: &[&str]| {
+            let status = Command::new(program)
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "{program} {args:?}: {status}");
+        };
+        let pid_text = pid.to_string();
+        run("taskset", &["-a", "-p", "-c", &last, &pid_text]);
+        run("chrt", &["-a", "-i", "-p", "0", &pid_text]);
+        let loops = (0..2)
+            .map(|_| {
+                Command::new("taskset")
+                    .args(["-c", &last, "sh", "-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Starved { pid, loops }
+    }
+}
+
+impl Drop for Starved {
+    fn drop(&mut self) {
+        for mut busy in self.loops.drain(..) {
+            let _ = busy.kill();
+            let _ = busy.wait();
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let all = format!("0-{}", cpus - 1);
+        let pid = self.pid.to_string();
+        for (program, args) in [
+            ("chrt", ["-a", "-o", "-p", "0", &pid].as_slice()),
+            ("taskset", ["-a", "-p", "-c", &all, &pid].as_slice()),
+        ] {
+            let _ = Command::new(program)
+                .args(args)
+                .stdout(Stdio::null())
+                .status();
+        }
+    }
+}
+
 async fn every_counter_is_writable_after_a_pause_of(pause: Duration) {
+    every_counter_is_writable_after(Stall::Pause(pause)).await;
+}
+
+/// Host 0 serves six counters, is held back by `stall` while hosts 1 and
+/// 2 call them, then takes calls too: no call begun a lease and a margin
+/// after the stall fails, no expired membership keeps a lease, and every
+/// acknowledged increment is kept.
+async fn every_counter_is_writable_after(stall: Stall) {
     let cluster = Cluster::start(3);
     let keys: Vec<String> = (0..6).map(|i| format!("z{i}")).collect();
     let first = cluster.client(0);
@@ -1493,16 +1567,26 @@ async fn every_counter_is_writable_after_a_pause_of(pause: Duration) {
             }
         }
     };
-    cluster.signal(0, "STOP");
-    start_load(&[1, 2], &mut load);
-    tokio::time::sleep(pause).await;
-    cluster.signal(0, "CONT");
+    match stall {
+        Stall::Pause(pause) => {
+            cluster.signal(0, "STOP");
+            start_load(&[1, 2], &mut load);
+            tokio::time::sleep(pause).await;
+            cluster.signal(0, "CONT");
+        }
+        Stall::Starve(time) => {
+            let pid = cluster.hosts[0].child.as_ref().expect("running").id();
+            let starved = Starved::start(pid);
+            start_load(&[1, 2], &mut load);
+            tokio::time::sleep(time).await;
+            drop(starved);
+        }
+    }
     let resumed = Instant::now();
     start_load(&[0], &mut load);
     let bound = LEASE + MARGIN + Duration::from_secs(1);
     tokio::time::sleep(bound + Duration::from_secs(4)).await;
     let status = cluster.client(1).cluster_status().await.unwrap();
-    eprintln!("DEBUG status {status:#}");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     while let Some(done) = load.join_next().await {
         done.unwrap();
@@ -1526,7 +1610,7 @@ async fn every_counter_is_writable_after_a_pause_of(pause: Duration) {
     }
     assert!(
         late.is_empty(),
-        "after a pause of {pause:?}, {} calls begun later than {bound:?} after the resume failed; the first: {:#?}",
+        "after {stall:?}, {} calls begun later than {bound:?} after the resume failed; the first: {:#?}",
         late.len(),
         &late[..late.len().min(10)]
     );
@@ -1564,4 +1648,9 @@ async fn a_pause_just_over_the_lease_leaves_every_instance_writable() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pause_of_twice_the_lease_leaves_every_instance_writable() {
     every_counter_is_writable_after_a_pause_of(LEASE * 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_starved_of_cpu_for_ten_seconds_keeps_or_loses_its_instances_cleanly() {
+    every_counter_is_writable_after(Stall::Starve(Duration::from_secs(10))).await;
 }
