@@ -293,6 +293,34 @@ async fn increments_spread_over_three_hosts_sum_exactly() {
     assert!(hosts.iter().all(|h| h["live"] == true), "{status}");
 }
 
+/// Waits, at most a minute, until the queue of the queue probe `key` has
+/// processed `events` events, each once.
+async fn every_event_processed_once(reader: &Client, key: &str, events: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = call(reader, "queue-probe", key, "log", json!([])).await;
+        let mut processed: HashMap<i64, usize> = HashMap::new();
+        for entry in log.as_array().unwrap() {
+            *processed
+                .entry(entry["event_id"].as_i64().unwrap())
+                .or_default() += 1;
+        }
+        assert!(
+            processed.values().all(|&n| n == 1),
+            "an event was processed twice: {log}"
+        );
+        if processed.len() == events {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the queue stopped at {} events",
+            processed.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// What the load of one round saw.
 #[derive(Default)]
 struct Seen {
@@ -518,28 +546,7 @@ async fn kill_9_and_pauses_of_owners_under_load_lose_nothing_acknowledged_and_re
             200,
             "each step applied once"
         );
-        loop {
-            let log = call(&reader, "queue-probe", &queue, "log", json!([])).await;
-            let mut processed: HashMap<i64, usize> = HashMap::new();
-            for entry in log.as_array().unwrap() {
-                *processed
-                    .entry(entry["event_id"].as_i64().unwrap())
-                    .or_default() += 1;
-            }
-            assert!(
-                processed.values().all(|&n| n == 1),
-                "an event was processed twice: {log}"
-            );
-            if processed.len() == 120 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the queue stopped at {} events",
-                processed.len()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        every_event_processed_once(&reader, &queue, 120).await;
     }
     eprintln!("back after each fault: {failovers:?}");
 }
@@ -733,29 +740,7 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
         assert_eq!(got, json!(expected), "{key}");
     }
     // The queue goes on at its new host: every event processed once.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let log = call(&reader, "queue-probe", "dq", "log", json!([])).await;
-        let mut processed: HashMap<i64, usize> = HashMap::new();
-        for entry in log.as_array().unwrap() {
-            *processed
-                .entry(entry["event_id"].as_i64().unwrap())
-                .or_default() += 1;
-        }
-        assert!(
-            processed.values().all(|&n| n == 1),
-            "an event was processed twice: {log}"
-        );
-        if processed.len() == 60 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the queue stopped at {} events",
-            processed.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    every_event_processed_once(&reader, "dq", 60).await;
     // Its metrics say so.
     let metrics = reqwest::get(format!("{}/metrics", cluster.url(0)))
         .await

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 
 use crate::address::Address;
 
-use super::{Acquired, Cluster, ClusterError, Held, Owner, Shared, lock};
+use super::{Acquired, Cluster, ClusterError, Held, Owner, Shared, leases, lock};
 
 impl Cluster {
     /// Starts draining this host: from now on it takes no lease it does
@@ -234,25 +234,12 @@ pub(super) async fn elsewhere_while_draining(
     address: &Address,
 ) -> Result<Option<Acquired>, ClusterError> {
     let client = shared.client().await?;
-    let owner = client
-        .query_opt(
-            "SELECT i.owner, h.address, h.expires_at > now()
-             FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
-             WHERE i.actor = $1 AND i.key = $2",
-            &[&&*address.actor, &&*address.key],
-        )
-        .await?;
-    if let Some(row) = &owner {
-        let id: String = row.get(0);
-        if id == me {
+    if let Some(owner) = leases::owner_of(&client, address).await? {
+        if owner.id == me {
             return Ok(None);
         }
-        if row.get::<_, bool>(2) {
-            return Ok(Some(Acquired::Elsewhere(Owner {
-                id,
-                address: row.get(1),
-                live: true,
-            })));
+        if owner.live {
+            return Ok(Some(Acquired::Elsewhere(owner)));
         }
     }
     // Free, or its owner is gone: the least loaded member takes it (with

@@ -139,7 +139,9 @@ pub(super) async fn acquire(
     let margin = shared.config.margin.as_secs_f64();
     let sessions = shared.member().session.is_some();
     let mut expired_owner = false;
-    loop {
+    // The lease may change hands between the statements (given back, or
+    // its owner expired by another host): a few rounds, then give up.
+    for round in 1..=ACQUIRE_ROUNDS {
         let taken = client
             .query_opt(
                 "INSERT INTO burrow_instances AS i (actor, key, owner, epoch)
@@ -165,31 +167,41 @@ pub(super) async fn acquire(
                 created_at: row.get(6),
             }));
         }
-        // Another member holds it: if that member's session is gone (its
-        // process died), its row is expired now and the lease taken.
-        if !sessions || expired_owner {
-            break;
-        }
-        expired_owner = true;
-        let owner: Option<String> = client
-            .query_opt(
-                "SELECT owner FROM burrow_instances WHERE actor = $1 AND key = $2",
-                &[&&*address.actor, &&*address.key],
-            )
-            .await?
-            .and_then(|row| row.get(0));
-        match owner {
-            Some(owner) if owner != me => {
-                if members::expire_the_gone(&client, shared.config.margin, Some(&owner)).await? == 0
+        match owner_of(&client, address).await? {
+            // Given back since: take it.
+            None if round < ACQUIRE_ROUNDS => continue,
+            // This host's own membership is not live (any more).
+            None => return Err(ClusterError::NotMember),
+            Some(owner) if owner.id == me => return Err(ClusterError::NotMember),
+            // If that member's session is gone (its process died), its
+            // row is expired now and the lease taken at the next round.
+            Some(owner) if owner.live && sessions && !expired_owner => {
+                expired_owner = true;
+                if members::expire_the_gone(&client, shared.config.margin, Some(&owner.id)).await?
+                    > 0
                 {
-                    break;
+                    tracing::info!(host = %owner.id, "the owner's session ended: its instances are taken over");
                 }
-                tracing::info!(host = %owner, "the owner's session ended: its instances are taken over");
+                // Expired by this host or another: look again.
+                continue;
             }
-            _ => break,
+            Some(owner) => return Ok(Acquired::Elsewhere(owner)),
         }
     }
-    let owner = client
+    Err(ClusterError::Unavailable(format!(
+        "the lease of {address} changed hands {ACQUIRE_ROUNDS} times while this host tried to take it"
+    )))
+}
+
+/// Rounds of [`acquire`] before it gives up.
+const ACQUIRE_ROUNDS: usize = 4;
+
+/// The member that holds the lease of `address`, if any.
+pub(super) async fn owner_of(
+    client: &tokio_postgres::Client,
+    address: &Address,
+) -> Result<Option<Owner>, ClusterError> {
+    let row = client
         .query_opt(
             "SELECT i.owner, h.address, h.expires_at > now()
              FROM burrow_instances i JOIN burrow_hosts h ON h.id = i.owner
@@ -197,15 +209,11 @@ pub(super) async fn acquire(
             &[&&*address.actor, &&*address.key],
         )
         .await?;
-    match owner {
-        Some(row) if row.get::<_, String>(0) != me => Ok(Acquired::Elsewhere(Owner {
-            id: row.get(0),
-            address: row.get(1),
-            live: row.get(2),
-        })),
-        // Our own membership expired meanwhile, or the owner left.
-        _ => Err(ClusterError::NotMember),
-    }
+    Ok(row.map(|row| Owner {
+        id: row.get(0),
+        address: row.get(1),
+        live: row.get(2),
+    }))
 }
 
 /// Writes the replicated database of instance `id` into `image`, page by
