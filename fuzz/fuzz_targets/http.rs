@@ -3,7 +3,8 @@
 //! request goes to a server without tokens or to one with them (as no one,
 //! a client, an admin, or with a wrong or arbitrary `Authorization`, and
 //! perhaps with headers only hosts of a cluster send); without a valid
-//! token, nothing but `/healthz` and the inspector's files answers 2xx.
+//! token, nothing but the probes (`/healthz`, `/readyz`) and the
+//! inspector's files answers 2xx.
 //!
 //! With `BURROW_FUZZ_COUNTER` set to a counter component, requests can
 //! reach a real actor named `counter`.
@@ -165,7 +166,8 @@ fuzz_target!(|input: Input| {
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
     let proven = matches!(input.auth, Auth::Open) || matches!(token, Some(CLIENT | ADMIN));
-    let public = path == "/healthz" || path.starts_with("/ui");
+    // The probes answer anyone, as the guard's table says.
+    let public = path == "/healthz" || path == "/readyz" || path.starts_with("/ui");
     if !proven && !public {
         assert!(
             !(200..300).contains(&status),
