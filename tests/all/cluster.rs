@@ -756,6 +756,34 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
         .parse()
         .unwrap();
     assert_eq!(handed, answer["moved"].as_u64().unwrap(), "{metrics}");
+    // It drains still after it joins again under a new id (its session
+    // ended, say).
+    let old = live_id(&cluster.postgres, "host-0").await.unwrap();
+    sql(
+        &cluster.postgres,
+        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+         JOIN burrow_hosts h ON l.objid = h.session_lock::oid
+         WHERE l.locktype = 'advisory' AND l.objsubid = 2
+           AND l.classid = 1651668769::oid AND h.name = 'host-0'",
+    )
+    .await;
+    let deadline = Instant::now() + lease;
+    while live_id(&cluster.postgres, "host-0")
+        .await
+        .is_none_or(|id| id == old)
+    {
+        assert!(Instant::now() < deadline, "host 0 did not join again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let draining = sql(
+        &cluster.postgres,
+        "SELECT draining FROM burrow_hosts WHERE name = 'host-0' AND expires_at > now()",
+    )
+    .await;
+    assert!(
+        draining[0].get::<_, bool>(0),
+        "host 0 joined again, not draining"
+    );
     // A drained host stops with nothing to give back; the rest serve on.
     assert_eq!(leases(&reader).await.get("host-0"), Some(&0));
     cluster.terminate(0);

@@ -231,14 +231,16 @@ pub(super) async fn join(shared: &Arc<Shared>, incarnation: u64) -> Result<Membe
     let client = shared.client().await?;
     client
         .execute(
-            "INSERT INTO burrow_hosts (id, name, address, expires_at, session_lock)
-             VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)",
+            "INSERT INTO burrow_hosts (id, name, address, expires_at, session_lock, draining)
+             VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)",
             &[
                 &id,
                 &config.name,
                 &config.advertise,
                 &config.lease.as_secs_f64(),
                 &lock,
+                // A host that drains and joins again still drains.
+                &shared.draining(),
             ],
         )
         .await?;
