@@ -759,14 +759,7 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
     // It drains still after it joins again under a new id (its session
     // ended, say).
     let old = live_id(&cluster.postgres, "host-0").await.unwrap();
-    sql(
-        &cluster.postgres,
-        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-         JOIN burrow_hosts h ON l.objid = h.session_lock::oid
-         WHERE l.locktype = 'advisory' AND l.objsubid = 2
-           AND l.classid = 1651668769::oid AND h.name = 'host-0'",
-    )
-    .await;
+    end_session(&cluster.postgres, "host-0").await;
     let deadline = Instant::now() + lease;
     while live_id(&cluster.postgres, "host-0")
         .await
@@ -1328,6 +1321,24 @@ async fn sql(url: &str, statement: &str) -> Vec<tokio_postgres::Row> {
         .unwrap_or_else(|e| panic!("{statement}: {e}"))
 }
 
+/// Ends the session of host `name` as an administrator (or a restart of
+/// the server) would: PostgreSQL closes the connection that holds its
+/// session lock; the host itself lives on.
+async fn end_session(url: &str, name: &str) {
+    let ended = sql(
+        url,
+        &format!(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+             JOIN burrow_hosts h ON l.objid = h.session_lock::oid
+             WHERE l.locktype = 'advisory' AND l.objsubid = 2
+               AND l.classid = 1651668769::oid AND h.name = '{name}'"
+        ),
+    )
+    .await;
+    assert_eq!(ended.len(), 1, "{name} holds one session lock");
+    assert!(ended[0].get::<_, bool>(0));
+}
+
 /// The id of host `name`'s live membership, if it has one.
 async fn live_id(url: &str, name: &str) -> Option<String> {
     let rows = sql(
@@ -1403,16 +1414,7 @@ async fn a_host_whose_session_postgres_closed_stops_serving_and_joins_again() {
         .expect("host 0 is a member");
     // Ends host 0's session as an administrator (or a restart of the
     // server) would; the host itself lives on.
-    let ended = sql(
-        &cluster.postgres,
-        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-         JOIN burrow_hosts h ON l.objid = h.session_lock::oid
-         WHERE l.locktype = 'advisory' AND l.objsubid = 2
-           AND l.classid = 1651668769::oid AND h.name = 'host-0'",
-    )
-    .await;
-    assert_eq!(ended.len(), 1, "host 0 holds one session lock");
-    assert!(ended[0].get::<_, bool>(0));
+    end_session(&cluster.postgres, "host-0").await;
     let (got, took) = increment_until_served(&b, "s").await;
     eprintln!("taken over {took:?} after the session ended");
     assert_eq!(got, json!(4));
