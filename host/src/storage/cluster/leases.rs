@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::address::Address;
 use crate::storage::pages::{Image, LogTail};
 
-use super::{ClusterError, Shared, handover, members};
+use super::{ClusterError, Shared, members};
 
 /// A lease this host holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,17 +124,12 @@ pub(crate) enum Acquired {
 }
 
 /// Takes the lease of `address` for member `me`, unless another member
-/// holds it (or, while `me` drains, unless `me` holds it already).
+/// holds it (a draining member asks `handover` first).
 pub(super) async fn acquire(
     shared: &Shared,
     me: &str,
     address: &Address,
 ) -> Result<Acquired, ClusterError> {
-    if shared.draining()
-        && let Some(elsewhere) = handover::elsewhere_while_draining(shared, me, address).await?
-    {
-        return Ok(elsewhere);
-    }
     let client = shared.client().await?;
     let margin = shared.config.margin.as_secs_f64();
     let sessions = shared.member().session.is_some();

@@ -342,7 +342,8 @@ impl Cluster {
     }
 
     /// Takes the lease of `address` for this host (member `me`), unless
-    /// another member holds it.
+    /// another member holds it, or, while this host drains, unless the
+    /// request should go to another member (`handover`).
     pub(crate) async fn acquire(
         &self,
         me: &Member,
@@ -350,7 +351,15 @@ impl Cluster {
     ) -> Result<Acquired, ClusterError> {
         let (id, address) = (me.id.clone(), address.clone());
         let acquired = self
-            .run(|shared| async move { leases::acquire(&shared, &id, &address).await })
+            .run(|shared| async move {
+                if shared.draining()
+                    && let Some(elsewhere) =
+                        handover::elsewhere_while_draining(&shared, &id, &address).await?
+                {
+                    return Ok(elsewhere);
+                }
+                leases::acquire(&shared, &id, &address).await
+            })
             .await?;
         Ok(acquired)
     }
