@@ -210,9 +210,9 @@ fn position(round: u32, pages: u32) -> u64 {
 }
 
 /// Syncs the log of the database at `path`, opening it first if `log` is
-/// `None`. Only a sync: SQLite writes the file, and the sync of a file
-/// whose every frame was also synced by the checkpoint changes nothing
-/// but when the disk does the work.
+/// `None`. Only a sync: SQLite alone writes the file, and its checkpoint
+/// syncs the log again before copying it, so a sync ahead changes when
+/// the disk does the work, never what is durable when.
 fn open_and_sync(path: &Path, log: &mut Option<File>) -> std::io::Result<()> {
     if log.is_none() {
         *log = Some(File::open(super::pages::wal_path(path))?);
