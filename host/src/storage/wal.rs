@@ -11,7 +11,7 @@
 //! work, once the log has grown by [`CHECKPOINT_PAGES`] since the last
 //! checkpoint, the commit stage queues a checkpoint on a second connection
 //! of the instance's own, for the process's checkpoint thread, which runs
-//! them one at a time (see [`queue_checkpoint`] for why). The instance
+//! them one at a time (see [`queue_job`] for why). The instance
 //! goes on meanwhile: a passive checkpoint copies what was committed when
 //! it began, and the log starts over at the first write after a
 //! checkpoint that copied it whole. That write syncs the log's new header
@@ -77,8 +77,6 @@ pub(crate) struct Wal {
     /// The log file, which the commit stage syncs after every commit in
     /// `synchronous = full` (`None` in the other modes).
     log: Option<LogFile>,
-    /// Pages in the log after the last commit on the instance connection.
-    pages: Arc<AtomicU32>,
     /// The log's size when the last checkpoint began.
     checkpointed_at: AtomicU32,
     /// The log's size when the last sync ahead was queued.
@@ -104,7 +102,8 @@ struct Checkpointer {
     in_flight: AtomicBool,
     /// A sync ahead was queued and has not ended.
     syncing: AtomicBool,
-    /// Pages in the log after the last commit (shared with [`Wal`]).
+    /// Pages in the log after the last commit on the instance connection
+    /// (kept by the WAL hook).
     pages: Arc<AtomicU32>,
     /// How many times the log started over (counted by the WAL hook).
     round: Arc<AtomicU32>,
@@ -125,16 +124,16 @@ struct CheckpointConn {
     closed: bool,
 }
 
-/// Hands `checkpointer` to the process's checkpoint thread, started at the
-/// first call. The thread runs the checkpoints in the order they came, one
-/// at a time: their syncs then keep the disk's queue short, so that the
+/// Hands `job` for `checkpointer` (a checkpoint, or a sync ahead) to the
+/// process's checkpoint thread, started at the first call. The thread runs
+/// the jobs in the order they came, one at a time: their syncs then keep the disk's queue short, so that the
 /// syncs an instance waits for (a commit in `full` mode, the commit that
 /// starts a log over) wait behind one checkpoint's writes at most, not
 /// behind those of every busy instance. With the checkpoints of 64
 /// instances side by side, W2's p99 over HTTP was 35 to 38 ms; one at a
 /// time, 7 to 8 ms (CHANGELOG.md, "One thread for the checkpoints, and
 /// `fdatasync`").
-fn queue_checkpoint(checkpointer: Arc<Checkpointer>, job: Job) {
+fn queue_job(checkpointer: Arc<Checkpointer>, job: Job) {
     type Queue = Mutex<mpsc::Sender<(Arc<Checkpointer>, Job)>>;
     static QUEUE: OnceLock<Option<Queue>> = OnceLock::new();
     let queue = QUEUE.get_or_init(|| {
@@ -286,7 +285,6 @@ impl Wal {
         };
         Ok(Wal {
             log,
-            pages: pages.clone(),
             checkpointed_at: AtomicU32::new(0),
             sync_queued_at: AtomicU32::new(0),
             checkpointer: Arc::new(Checkpointer {
@@ -325,7 +323,7 @@ impl Wal {
 
     /// Pages in the log after the last commit.
     pub(crate) fn pages(&self) -> u32 {
-        self.pages.load(Ordering::Relaxed)
+        self.checkpointer.pages.load(Ordering::Relaxed)
     }
 
     /// Whether the next commit that writes starts the log over: a
@@ -370,7 +368,7 @@ impl Wal {
             return;
         }
         self.checkpointed_at.store(pages, Ordering::Relaxed);
-        queue_checkpoint(self.checkpointer.clone(), Job::Checkpoint);
+        queue_job(self.checkpointer.clone(), Job::Checkpoint);
     }
 
     /// A lone instance's checkpoint: on `conn`, once the log is past
@@ -382,8 +380,11 @@ impl Wal {
         if self.starts_over() {
             return;
         }
-        let synced = self.log.is_some() || self.synced_ahead_past(CHECKPOINT_PAGES);
-        if pages >= CHECKPOINT_PAGES + SYNC_AHEAD_PAGES || (pages >= CHECKPOINT_PAGES && synced) {
+        let due = pages >= CHECKPOINT_PAGES
+            && (pages >= CHECKPOINT_PAGES + SYNC_AHEAD_PAGES
+                || self.log.is_some()
+                || self.synced_ahead_past(CHECKPOINT_PAGES));
+        if due {
             self.checkpoint_here(conn, pages);
         } else if self.log.is_none() {
             self.sync_ahead(pages);
@@ -411,7 +412,7 @@ impl Wal {
             return;
         }
         self.sync_queued_at.store(pages, Ordering::Relaxed);
-        queue_checkpoint(self.checkpointer.clone(), Job::SyncAhead);
+        queue_job(self.checkpointer.clone(), Job::SyncAhead);
     }
 
     /// Runs a checkpoint on `conn`, the instance connection, off the async
