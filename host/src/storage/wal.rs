@@ -590,8 +590,11 @@ mod tests {
                 if synced_past_the_mark.is_none() && wal.synced_ahead_past(CHECKPOINT_PAGES) {
                     synced_past_the_mark = Some(wal.pages());
                 }
+                let queued_before = wal.sync_queued_at.load(Ordering::Relaxed);
                 wal.checkpoint_if_due(&conn, false);
-                if wal.checkpointer.syncing.load(Ordering::Acquire) {
+                // A sync queued by this commit moved the mark (the
+                // thread may have ended it already).
+                if wal.sync_queued_at.load(Ordering::Relaxed) != queued_before {
                     syncs += 1;
                     wait_for_the_sync_ahead(&wal);
                 }
