@@ -295,6 +295,14 @@ impl Client {
         decode(Some(status), &text, "the deploy's answer")
     }
 
+    /// The component `actor` runs on the server: `{"actor", "version",
+    /// "digest"}` (version 0: the manifest's).
+    pub async fn component(&self, actor: &str) -> Result<Value, ClientError> {
+        let url = self.url(route::COMPONENT, &[actor]);
+        let (status, text) = self.request(self.http.get(url)).await?;
+        decode(Some(status), &text, "the actor's component")
+    }
+
     /// Puts back the component `actor` ran before its last deploy.
     pub async fn deploy_previous(&self, actor: &str, check: bool) -> Result<Value, ClientError> {
         let url = format!(

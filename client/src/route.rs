@@ -46,6 +46,9 @@ pub const ACTION: &str = "/actors/{actor}/{key}/actions/{action}";
 pub const QUEUE: &str = "/actors/{actor}/{key}/queue";
 /// `GET`: an instance's workflow and its history.
 pub const WORKFLOW: &str = "/actors/{actor}/{key}/workflow";
+/// `POST ?digest=SHA256`: replays the instance's unfinished workflow
+/// against a component the cluster holds (a deploy's check), nothing kept.
+pub const WORKFLOW_CHECK: &str = "/actors/{actor}/{key}/workflow/check";
 /// Any method: the instance's own HTTP handler, at `/`.
 pub const HTTP: &str = "/actors/{actor}/{key}/http";
 /// Any method: the instance's own HTTP handler, at the path after `/http`.

@@ -47,6 +47,11 @@ impl ActorDefinition {
     }
 }
 
+/// The SHA-256 of a component's `bytes`, in hex: what names it.
+pub(crate) fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
 const CORE_MODULE_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
 
@@ -166,7 +171,7 @@ fn define(
         options: options.clone(),
         pre,
         version: 0,
-        digest: hex::encode(Sha256::digest(bytes)),
+        digest: digest(bytes),
     })
 }
 

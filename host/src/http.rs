@@ -67,7 +67,7 @@ use crate::config::{
 };
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
-use crate::runtime::Deployed;
+use crate::runtime::{Deployed, WorkflowCheck};
 
 mod accept;
 mod auth;
@@ -233,6 +233,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route(route::ACTION, post(call))
         .route(route::QUEUE, get(queue).post(send))
         .route(route::WORKFLOW, get(workflow))
+        .route(route::WORKFLOW_CHECK, post(workflow_check))
         .route(
             route::HTTP,
             any(incoming::incoming).layer(Extension(incoming::OverTls(serving.tls.is_some()))),
@@ -742,6 +743,37 @@ fn deploy_query(query: Result<Query<DeployQuery>, QueryRejection>) -> ApiResult<
             format!("the query is not acceptable (only `check=true|false`): {e}"),
         )
     })
+}
+
+/// The query of `POST /actors/{actor}/{key}/workflow/check`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckQuery {
+    digest: String,
+}
+
+async fn workflow_check(
+    State(host): State<Host>,
+    incoming: Incoming,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<CheckQuery>, QueryRejection>,
+) -> ApiResult<axum::Json<WorkflowCheck>> {
+    let Path((actor, key)) = path?;
+    let digest = query
+        .map(|Query(q)| q.digest)
+        .ok()
+        .filter(|digest| digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| {
+            ApiError::new(
+                400,
+                "invalid-arguments",
+                "the query must be `digest=` and a component's SHA-256 in hex",
+            )
+        })?;
+    Ok(axum::Json(
+        host.check_instance(incoming.hop, &actor, &key, &digest)
+            .await?,
+    ))
 }
 
 async fn component(

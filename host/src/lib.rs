@@ -97,5 +97,5 @@ pub use host::Host;
 pub use host::{LogSyncs, SendOptions, SendOutcome};
 pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
 pub use queue::EventOutcome;
-pub use runtime::{Deployed, Readiness};
+pub use runtime::{Deployed, Readiness, WorkflowCheck};
 pub use storage::{instance_path, validate_actor_name, validate_key};

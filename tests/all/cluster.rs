@@ -882,6 +882,276 @@ async fn idle_instances_spread_to_a_host_that_joins_and_busy_ones_stay() {
     assert_eq!(rows[0].get::<_, String>(0), "host-0", "{status}");
 }
 
+/// The version and digest of the counter's component on `client`'s host.
+async fn counter_component(client: &Client) -> (i64, String) {
+    let component = client.component("counter").await.unwrap();
+    (
+        component["version"].as_i64().unwrap(),
+        component["digest"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A deploy through one host runs on every host, on the instances each
+/// holds, before it returns; a host that starts again runs the cluster's
+/// last deploy, not its manifest's component; `--previous` through
+/// another host puts the manifest's component back everywhere, as the
+/// next version; counts survive it all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deploy_through_one_host_runs_on_every_host_and_after_a_restart() {
+    let mut cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    // One instance held by each host.
+    call(&a, "counter", "on-0", "increment", json!([2])).await;
+    call(&b, "counter", "on-1", "increment", json!([3])).await;
+    let (_, manifest_digest) = counter_component(&a).await;
+    let conformance = std::fs::read(programs::CONFORMANCE_RUST).unwrap();
+    let deployed = b.deploy("counter", conformance, false).await.unwrap();
+    assert_eq!(deployed["version"], 1, "{deployed}");
+    assert_eq!(
+        deployed["previous_digest"],
+        manifest_digest.as_str(),
+        "{deployed}"
+    );
+    assert_eq!(deployed["lagging"], json!([]), "{deployed}");
+    let digest = deployed["digest"].as_str().unwrap().to_owned();
+    // Every host runs it once the deploy returned, on every instance.
+    for client in [&a, &b] {
+        assert_eq!(counter_component(client).await, (1, digest.clone()));
+        for (key, count) in [("on-0", 2), ("on-1", 3)] {
+            assert_eq!(
+                call(client, "counter", key, "state", json!([])).await,
+                Value::Null
+            );
+            assert_eq!(
+                call(client, "counter", key, "get", json!([])).await,
+                json!(count)
+            );
+        }
+    }
+    // A host that starts again runs the cluster's deploy.
+    cluster.terminate(0);
+    cluster.start_host(0);
+    let a = cluster.client(0);
+    assert_eq!(counter_component(&a).await, (1, digest.clone()));
+    assert_eq!(
+        call(&a, "counter", "new-on-0", "state", json!([])).await,
+        Value::Null
+    );
+    // Back to the manifest's component, through the other host.
+    let previous = a.deploy_previous("counter", false).await.unwrap();
+    assert_eq!(previous["version"], 2, "{previous}");
+    assert_eq!(previous["digest"], manifest_digest.as_str(), "{previous}");
+    assert_eq!(previous["previous_digest"], digest.as_str(), "{previous}");
+    for client in [&a, &b] {
+        assert_eq!(
+            counter_component(client).await,
+            (2, manifest_digest.clone())
+        );
+        let refused = client
+            .call("counter", "on-1", "state", "[]")
+            .await
+            .unwrap_err();
+        assert!(format!("{refused:?}").contains("state"), "{refused:?}");
+        assert_eq!(
+            call(client, "counter", "on-0", "get", json!([])).await,
+            json!(2)
+        );
+    }
+    cluster.terminate(1);
+    cluster.start_host(1);
+    assert_eq!(
+        counter_component(&cluster.client(1)).await,
+        (2, manifest_digest)
+    );
+}
+
+/// Calls through all three hosts while a deploy goes through one of
+/// them, before it and after it: every call succeeds, on the old code or
+/// the new, none applied twice (the counts sum to the calls answered),
+/// and every instance answers the new code's actions afterwards through
+/// every host.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deploy_under_calls_through_three_hosts_fails_none_and_applies_each_once() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let cluster = Cluster::start(3);
+    let clients: Vec<Client> = (0..3).map(|i| cluster.client(i)).collect();
+    const TASKS: usize = 12;
+    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = tokio::task::JoinSet::new();
+    for task in 0..TASKS {
+        let (clients, done, stop) = (clients.clone(), done.clone(), stop.clone());
+        tasks.spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("k{}", (task + n) % 6);
+                call(
+                    &clients[(task + n) % 3],
+                    "counter",
+                    &key,
+                    "increment",
+                    json!([1]),
+                )
+                .await;
+                done.fetch_add(1, Ordering::Relaxed);
+                n += 1;
+            }
+        });
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done.load(Ordering::Relaxed) < 200 {
+        assert!(Instant::now() < deadline, "the calls did not get going");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let conformance = std::fs::read(programs::CONFORMANCE_RUST).unwrap();
+    let deployed = clients[0]
+        .deploy("counter", conformance, false)
+        .await
+        .unwrap();
+    let before = done.load(Ordering::Relaxed);
+    assert_eq!(deployed["version"], 1, "{deployed}");
+    assert_eq!(deployed["lagging"], json!([]), "{deployed}");
+    // Calls after the deploy, on the new code.
+    while done.load(Ordering::Relaxed) < before + 200 {
+        assert!(
+            Instant::now() < deadline,
+            "the calls stopped after the deploy"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    while let Some(finished) = tasks.join_next().await {
+        finished.unwrap();
+    }
+    let mut total = 0;
+    for k in 0..6 {
+        let key = format!("k{k}");
+        total += call(&clients[k % 3], "counter", &key, "get", json!([]))
+            .await
+            .as_i64()
+            .unwrap();
+        for client in &clients {
+            assert_eq!(
+                call(client, "counter", &key, "state", json!([])).await,
+                Value::Null
+            );
+        }
+    }
+    assert_eq!(total as usize, done.load(Ordering::Relaxed));
+    for client in &clients {
+        assert_eq!(counter_component(client).await.0, 1);
+    }
+}
+
+/// A deploy while a host is paused does not wait for it past its lease
+/// (its membership expires), and the host runs the deploy once it
+/// resumes: its first request for the instance it served before, whose
+/// lease it takes again, already runs the new code.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_paused_during_a_deploy_takes_it_up_when_it_resumes() {
+    let cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    call(&b, "counter", "k", "increment", json!([1])).await;
+    cluster.signal(1, "STOP");
+    let began = Instant::now();
+    let conformance = std::fs::read(programs::CONFORMANCE_RUST).unwrap();
+    let deployed = a.deploy("counter", conformance, false).await.unwrap();
+    let took = began.elapsed();
+    cluster.signal(1, "CONT");
+    assert_eq!(deployed["version"], 1, "{deployed}");
+    // It waited for the paused host's membership to expire, not longer.
+    assert!(took < LEASE * 4, "the deploy took {took:?}");
+    assert_eq!(
+        call(&b, "counter", "k", "state", json!([])).await,
+        Value::Null
+    );
+    assert_eq!(call(&b, "counter", "k", "get", json!([])).await, json!(1));
+    assert_eq!(counter_component(&b).await.0, 1);
+}
+
+/// Waits until the workflow of `stepper/key` has `status`.
+async fn stepper_reaches(client: &Client, key: &str, status: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let view = client.workflow("stepper", key).await.unwrap();
+        if view["status"] == status {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{key} never became {status}: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `--check` in a cluster replays each unfinished workflow on the host
+/// that serves it: a divergence on another host than the deploying one
+/// refuses the deploy on every host; once that instance is gone, the
+/// deploy goes through, having checked the workflow on the deploying
+/// host. The same for `--previous --check`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_replays_each_workflow_on_the_host_that_serves_it() {
+    let stepper = format!("[actors.stepper]\ncomponent = {:?}\n", programs::STEPPER);
+    let cluster = Cluster::start_configured(2, LEASE, "10s", &stepper, &[]);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    // Sleeps at `rest`, which the next version calls `pause`: served by
+    // the host that does not deploy.
+    b.create(
+        "stepper",
+        "renamed",
+        r#"{"steps": 2, "then_sleep_ms": 600000, "rename": true}"#,
+    )
+    .await
+    .unwrap();
+    a.create(
+        "stepper",
+        "plain",
+        r#"{"steps": 2, "then_sleep_ms": 600000}"#,
+    )
+    .await
+    .unwrap();
+    stepper_reaches(&b, "renamed", "waiting").await;
+    stepper_reaches(&a, "plain", "waiting").await;
+    let next = std::fs::read(programs::STEPPER_NEXT).unwrap();
+    let refused = a.deploy("stepper", next.clone(), true).await.unwrap_err();
+    assert_eq!(refused.code, "would-diverge", "{refused:?}");
+    assert!(
+        refused.message.contains("`renamed`") && !refused.message.contains("`plain`"),
+        "{refused:?}"
+    );
+    let version = |v: Value| v["version"].as_i64().unwrap();
+    for client in [&a, &b] {
+        assert_eq!(version(client.component("stepper").await.unwrap()), 0);
+    }
+    // The check kept nothing, and `renamed` is still served where it was.
+    stepper_reaches(&a, "renamed", "waiting").await;
+    let status = b.cluster_status().await.unwrap();
+    let held_by_b = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "host-1")
+        .map(|h| h["leases"].as_i64().unwrap());
+    assert_eq!(held_by_b, Some(1), "{status}");
+
+    a.destroy("stepper", "renamed").await.unwrap();
+    let deployed = a.deploy("stepper", next, true).await.unwrap();
+    assert_eq!(deployed["version"], 1, "{deployed}");
+    assert_eq!(deployed["checked"], 1, "{deployed}");
+    for client in [&a, &b] {
+        assert_eq!(version(client.component("stepper").await.unwrap()), 1);
+    }
+    // Back, checked, through the other host: `plain` replays on the
+    // component it started on.
+    let back = b.deploy_previous("stepper", true).await.unwrap();
+    assert_eq!(
+        (back["version"].as_i64(), back["checked"].as_i64()),
+        (Some(2), Some(1)),
+        "{back}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn hosts_upgrade_the_tables_of_an_earlier_release() {
     let url = postgres::database();
@@ -908,10 +1178,11 @@ async fn hosts_upgrade_the_tables_of_an_earlier_release() {
     let columns = sql(
         &url,
         "SELECT count(*) FROM information_schema.columns
-         WHERE table_name = 'burrow_hosts' AND column_name IN ('session_lock', 'draining')",
+         WHERE table_name = 'burrow_hosts'
+           AND column_name IN ('session_lock', 'draining', 'deploys_taken')",
     )
     .await;
-    assert_eq!(columns[0].get::<_, i64>(0), 2);
+    assert_eq!(columns[0].get::<_, i64>(0), 3);
     // The sessions work on the upgraded tables: a kill is seen at once.
     cluster.kill_9(0);
     let (got, took) = increment_until_served(&b, "u").await;

@@ -2,10 +2,11 @@
 //! call. It starts the runtime core and background work, and is the only
 //! layer that holds both.
 //!
-//! Calls, creation and shutdown are here; destroy, client connections,
-//! the queue's API and the workflow view each have a file.
+//! Calls, creation and shutdown are here; deploys, destroy, client
+//! connections, the queue's API and the workflow view each have a file.
 
 mod connect;
+mod deploy;
 mod destroy;
 mod guest_link;
 mod handover;
@@ -36,7 +37,7 @@ use crate::engine;
 use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::manifest::ActorSpec;
-use crate::runtime::{Compile, ConflictRetry, Core, Deployed, Readiness, load_actors};
+use crate::runtime::{Compile, ConflictRetry, Core, Readiness, load_actors};
 use crate::storage::validate_actor_name;
 use guest_link::GuestLink;
 pub use log_syncs::LogSyncs;
@@ -396,31 +397,6 @@ impl Host {
         inspect::state(self.core.store.root(), actor, key)
     }
 
-    /// Replaces the component of `actor` on this running host with the
-    /// component `bytes`: calls in flight finish on the old code, and each
-    /// instance's next operation runs the new one after its `migrate`.
-    /// With `check`, every unfinished workflow of the actor is replayed
-    /// against the new component first (nothing kept), and the deploy is
-    /// refused ([`Error::WouldDiverge`]) if one would diverge. A component
-    /// that does not load is refused ([`Error::InvalidComponent`]).
-    /// Nothing changes on a refusal.
-    pub async fn deploy(
-        &self,
-        actor: &str,
-        bytes: Vec<u8>,
-        check: bool,
-    ) -> Result<Deployed, Error> {
-        validate_actor_name(actor)?;
-        self.core.deploy(actor, bytes, check).await
-    }
-
-    /// Puts back the component `actor` ran before its last deploy, as a
-    /// deploy of it (with `check`, checked first).
-    pub async fn deploy_previous(&self, actor: &str, check: bool) -> Result<Deployed, Error> {
-        validate_actor_name(actor)?;
-        self.core.roll_back(actor, check).await
-    }
-
     /// The version (0: the manifest's; each deploy adds one) and the
     /// SHA-256 of the component `actor` runs on this host
     /// ([`Error::Compiling`] while it compiles, without waiting).
@@ -544,6 +520,14 @@ pub async fn check_actors(config: &HostConfig, actors: &[ActorSpec]) -> Result<u
         .clone()
         .unwrap_or_else(|| config.data_dir.join("cache"));
     let cache = CompileCache::open(&path, config.cache_max)?;
-    load_actors(&engine, &linker, &cache, actors, Compile::Before).await?;
+    load_actors(
+        &engine,
+        &linker,
+        &cache,
+        actors,
+        Default::default(),
+        Compile::Before,
+    )
+    .await?;
     Ok(cache.compiled())
 }

@@ -101,12 +101,16 @@ impl Core {
     }
 
     async fn claim_closing_stale(&self, address: &Address) -> Result<(), ClaimError> {
-        match self.store.claim(address).await {
+        let claimed = match self.store.claim(address).await {
             Err(ClaimError::Busy) if self.close_stale_cell(address) => {
                 self.store.claim(address).await
             }
             claimed => claimed,
+        };
+        if claimed.is_ok() {
+            self.run_the_last_deploy(&address.actor).await;
         }
+        claimed
     }
 
     /// Closes the awake cell of `address` if it must be replaced (see

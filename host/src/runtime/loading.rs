@@ -16,7 +16,7 @@
 //! Once ready, an actor stays ready (a deploy replaces its definition
 //! with another); a failed one becomes ready only by a deploy.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -64,8 +64,11 @@ pub(crate) enum Loading {
 
 /// One actor of the host.
 struct Entry {
-    /// The actor as the manifest gave it (name, file, options).
+    /// The actor as the manifest gave it (name, file, options), or, in a
+    /// cluster, with the file of the cluster's last deploy of it.
     spec: Arc<ActorSpec>,
+    /// The version of the actor that file is (0: the manifest's).
+    version: u64,
     state: Loading,
 }
 
@@ -103,7 +106,8 @@ impl Readiness {
 }
 
 impl Actors {
-    /// The actors of `specs`, each loaded as `compile` says. Fails with the
+    /// The actors of `specs`, each loaded as `compile` says, as the
+    /// version `versions` gives (0 if it gives none). Fails with the
     /// first actor that cannot be loaded now: with [`Compile::Before`], any
     /// failure; with [`Compile::Background`], a file that is missing, too
     /// large or no component, or a cached component that does not fit the
@@ -113,6 +117,7 @@ impl Actors {
         linker: &Linker<InstanceState>,
         cache: &CompileCache,
         specs: &[ActorSpec],
+        versions: &HashMap<String, u64>,
         compile: Compile,
     ) -> Result<Actors, LoadError> {
         let mut table = ByActor::default();
@@ -123,8 +128,9 @@ impl Actors {
                 Compile::Before => Some(definition::load(engine, linker, cache, &spec)?),
                 Compile::Background => definition::load_cached(engine, linker, cache, &spec)?,
             };
+            let version = versions.get(&spec.name).copied().unwrap_or(0);
             let state = match loaded {
-                Some(def) => Loading::Ready(Arc::new(def)),
+                Some(def) => Loading::Ready(Arc::new(def.with_version(version))),
                 None => {
                     tracing::info!(
                         actor = %spec.name,
@@ -135,7 +141,14 @@ impl Actors {
                     Loading::Compiling
                 }
             };
-            table.insert(spec.name.clone(), Entry { spec, state });
+            table.insert(
+                spec.name.clone(),
+                Entry {
+                    spec,
+                    version,
+                    state,
+                },
+            );
         }
         Ok(Actors {
             table: RwLock::new(table),
@@ -178,6 +191,11 @@ impl Actors {
     /// The actor as the manifest gave it, whatever its component's state.
     pub(crate) fn spec(&self, actor: &str) -> Option<Arc<ActorSpec>> {
         self.table().get(actor).map(|entry| entry.spec.clone())
+    }
+
+    /// The version of the actor its spec's file is.
+    fn starting_version(&self, actor: &str) -> u64 {
+        self.table().get(actor).map_or(0, |entry| entry.version)
     }
 
     /// Where `actor`'s component stands (`None`: no such actor).
@@ -390,7 +408,8 @@ fn finish(
     match loaded {
         Ok(def) => {
             tracing::info!(actor = %spec.name, seconds, "compiled: ready");
-            actors.set_ready(Arc::new(def));
+            let version = actors.starting_version(&spec.name);
+            actors.set_ready(Arc::new(def.with_version(version)));
         }
         Err(error) => {
             tracing::error!(

@@ -15,6 +15,7 @@ mod loading;
 mod reaper;
 mod retry;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -44,7 +45,7 @@ use crate::storage::cluster::Cluster;
 use crate::storage::store::InstanceStore;
 use crate::storage::{DataDir, validate_actor_name, validate_key};
 
-pub use deploy::Deployed;
+pub use deploy::{Deployed, WorkflowCheck};
 pub(crate) use loading::Compile;
 pub use loading::Readiness;
 use loading::{Actors, Compiler, Loading, load_failed};
@@ -73,6 +74,9 @@ pub(crate) struct Core {
     actors: Arc<Actors>,
     /// The definition each actor ran before its last deploy.
     previous: std::sync::Mutex<ByActor<String, Arc<ActorDefinition>>>,
+    /// In a cluster, the last candidate of each actor a deploy's check
+    /// replayed instances against here.
+    candidates: std::sync::Mutex<ByActor<String, Arc<ActorDefinition>>>,
     /// One deploy at a time.
     deploying: tokio::sync::Mutex<()>,
     pub(crate) directory: Directory,
@@ -117,13 +121,32 @@ impl Core {
             data.cache_dir(config.cache_dir.as_deref())?,
             config.cache_max,
         );
-        let actors = Arc::new(load_actors(&engine, &linker, &cache, actors, compile).await?);
         let cluster = match &config.cluster {
             Some(cluster) => {
                 cluster.check().map_err(anyhow::Error::msg)?;
                 Some(Arc::new(Cluster::join(cluster.clone()).await?))
             }
             None => None,
+        };
+        // In a cluster, each actor starts as the cluster's last deploy of
+        // it, if it was deployed.
+        let loaded = async {
+            let (specs, versions, deploys_taken) = match &cluster {
+                Some(cluster) => deploy::starting_point(cluster, &config.data_dir, actors).await?,
+                None => (actors.to_vec(), HashMap::new(), 0),
+            };
+            let actors = load_actors(&engine, &linker, &cache, &specs, versions, compile).await?;
+            anyhow::Ok((Arc::new(actors), deploys_taken))
+        };
+        let (actors, deploys_taken) = match loaded.await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                // Not a member that serves nothing until its lease runs out.
+                if let Some(cluster) = &cluster {
+                    let _ = cluster.leave().await;
+                }
+                return Err(e);
+            }
         };
         let names = actors.names();
         let store = InstanceStore::open(data, config.synchronous, names.iter(), cluster)?;
@@ -160,6 +183,7 @@ impl Core {
             store,
             actors,
             previous: Default::default(),
+            candidates: Default::default(),
             deploying: Default::default(),
             directory: Directory::default(),
             awake,
@@ -172,6 +196,14 @@ impl Core {
             above: OnceLock::new(),
         });
         tokio::spawn(reaper::reap_idle(Arc::downgrade(&core)));
+        if let Some(cluster) = core.store.cluster() {
+            if deploys_taken > 0
+                && let Err(e) = cluster.took_up(deploys_taken).await
+            {
+                tracing::warn!(error = %e, "cannot say in the cluster which deploys this host runs; it says so at the next deploy");
+            }
+            tokio::spawn(deploy::follow_deploys(Arc::downgrade(&core), deploys_taken));
+        }
         if core.actors.any_queued() {
             let compiler = Compiler {
                 engine: core.engine.clone(),
@@ -355,6 +387,7 @@ pub(crate) async fn load_actors(
     linker: &Linker<InstanceState>,
     cache: &CompileCache,
     specs: &[ActorSpec],
+    versions: HashMap<String, u64>,
     compile: Compile,
 ) -> Result<Actors> {
     for spec in specs {
@@ -364,7 +397,7 @@ pub(crate) async fn load_actors(
     let specs = specs.to_vec();
     // Reading files and compiling block: keep them off the async workers.
     let actors = tokio::task::spawn_blocking(move || {
-        Actors::load(&engine, &linker, &cache, &specs, compile)
+        Actors::load(&engine, &linker, &cache, &specs, &versions, compile)
     })
     .await??;
     Ok(actors)

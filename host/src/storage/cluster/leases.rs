@@ -103,6 +103,10 @@ pub(crate) struct Taken {
     pub(crate) pages: u32,
     /// When the instance was created (`None`: it does not exist).
     pub(crate) created_at: Option<i64>,
+    /// The actor's last version deployed in the cluster (0: none), which
+    /// this host must run before it serves the instance
+    /// ([`Cluster::deployed_version`](super::Cluster::deployed_version)).
+    pub(crate) deployed: u64,
 }
 
 /// Another member's lease.
@@ -147,11 +151,15 @@ pub(super) async fn acquire(
                            SELECT 1 FROM burrow_hosts h
                            WHERE h.id = i.owner AND h.expires_at + make_interval(secs => $4) > now()))
                    AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
-                 RETURNING id, epoch, version, written_epoch, page_size, pages, created_at",
+                 RETURNING id, epoch, version, written_epoch, page_size, pages, created_at,
+                           (SELECT coalesce(max(version), 0) FROM burrow_deploys
+                            WHERE actor = $1)",
                 &[&&*address.actor, &&*address.key, &me, &margin],
             )
             .await?;
         if let Some(row) = taken {
+            let deployed = row.get::<_, i64>(7) as u64;
+            shared.saw_deployed(&address.actor, deployed);
             return Ok(Acquired::Taken(Taken {
                 id: row.get(0),
                 epoch: row.get(1),
@@ -160,6 +168,7 @@ pub(super) async fn acquire(
                 page_size: row.get::<_, i32>(4) as u32,
                 pages: row.get::<_, i32>(5) as u32,
                 created_at: row.get(6),
+                deployed,
             }));
         }
         match owner_of(&client, address).await? {

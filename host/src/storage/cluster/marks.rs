@@ -59,7 +59,9 @@ fn claim_sql(mark: Mark) -> String {
          WHERE i.id = due.id
            AND EXISTS (SELECT 1 FROM burrow_hosts WHERE id = $3 AND expires_at > now())
          RETURNING i.actor, i.key, i.id, i.epoch, i.version, i.written_epoch, i.page_size,
-                   i.pages, i.created_at, i.{column}"
+                   i.pages, i.created_at, i.{column},
+                   (SELECT coalesce(max(d.version), 0) FROM burrow_deploys d
+                    WHERE d.actor = i.actor)"
     )
 }
 
@@ -100,7 +102,9 @@ impl Cluster {
                         page_size: row.get::<_, i32>(6) as u32,
                         pages: row.get::<_, i32>(7) as u32,
                         created_at: row.get(8),
+                        deployed: row.get::<_, i64>(10) as u64,
                     };
+                    shared.saw_deployed(&row.get::<_, String>(0), taken.deployed);
                     (row.get(0), row.get(1), taken)
                 })
                 .collect())

@@ -231,8 +231,9 @@ pub(super) async fn join(shared: &Arc<Shared>, incarnation: u64) -> Result<Membe
     let client = shared.client().await?;
     client
         .execute(
-            "INSERT INTO burrow_hosts (id, name, address, expires_at, session_lock, draining)
-             VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)",
+            "INSERT INTO burrow_hosts
+                 (id, name, address, expires_at, session_lock, draining, deploys_taken)
+             VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6, $7)",
             &[
                 &id,
                 &config.name,
@@ -241,6 +242,7 @@ pub(super) async fn join(shared: &Arc<Shared>, incarnation: u64) -> Result<Membe
                 &lock,
                 // A host that drains and joins again still drains.
                 &shared.draining(),
+                &shared.deploys_taken.load(Ordering::Relaxed),
             ],
         )
         .await?;

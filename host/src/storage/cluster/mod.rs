@@ -14,6 +14,7 @@
 //! stage that waits for its shipment, blocking its thread, cannot stall
 //! the task that writes it, whatever runtime the host runs on.
 
+mod deploys;
 mod handover;
 mod leases;
 mod marks;
@@ -23,7 +24,7 @@ pub(crate) mod shipper;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,7 @@ use tokio::sync::mpsc;
 use crate::address::Address;
 use crate::config::ClusterConfig;
 
+pub(crate) use deploys::{Component, DeployRecord};
 pub(crate) use leases::{Acquired, Held, LeaseSlot, Owner, Taken};
 pub(crate) use members::Member;
 use shipper::{Ack, Queued, Shipment};
@@ -98,6 +100,12 @@ pub(crate) struct Shared {
     secret: std::sync::OnceLock<Vec<u8>>,
     /// Wakes the heartbeat before its time (the member's session ended).
     wake_heartbeat: Arc<tokio::sync::Notify>,
+    /// The last deploy this host took up (`deploys.rs`), written in the
+    /// row of every membership it joins with.
+    deploys_taken: AtomicI64,
+    /// The last version deployed of each actor, as the leases this host
+    /// took said (`deploys.rs`).
+    deployed: Mutex<HashMap<String, u64>>,
 }
 
 /// What the shipper wrote.
@@ -233,6 +241,8 @@ impl Cluster {
             shipped: ShipperStats::default(),
             secret: std::sync::OnceLock::new(),
             wake_heartbeat: Arc::default(),
+            deploys_taken: AtomicI64::new(0),
+            deployed: Mutex::default(),
         });
         // From here the runtime is dropped as the cluster's, in the
         // background, whatever fails.

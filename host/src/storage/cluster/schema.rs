@@ -14,6 +14,11 @@
 //!   last shipped commit.
 //! - `burrow_secret`: one row, the key the hosts sign their requests to
 //!   each other with (made by the first host that finds it missing).
+//! - `burrow_deploys`: every deploy of an actor through any host (its
+//!   version in the cluster, the component's digest and the one before),
+//!   in a sequence across actors; `burrow_components`: their components'
+//!   bytes, by digest. A member's `deploys_taken` is the last deploy it
+//!   took up (`deploys.rs`).
 //!
 //! Hosts that start together may create the tables at the same time: an
 //! advisory lock makes them take turns. A host that finds the tables as
@@ -35,7 +40,8 @@ CREATE TABLE IF NOT EXISTS burrow_hosts (
     started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     expires_at TIMESTAMPTZ NOT NULL,
     session_lock INTEGER,
-    draining BOOLEAN NOT NULL DEFAULT false
+    draining BOOLEAN NOT NULL DEFAULT false,
+    deploys_taken BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS burrow_instances (
     id BIGSERIAL PRIMARY KEY,
@@ -70,6 +76,20 @@ CREATE TABLE IF NOT EXISTS burrow_secret (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     secret BYTEA NOT NULL
 );
+CREATE TABLE IF NOT EXISTS burrow_components (
+    digest TEXT PRIMARY KEY,
+    bytes BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS burrow_deploys (
+    seq BIGSERIAL PRIMARY KEY,
+    actor TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    digest TEXT NOT NULL REFERENCES burrow_components (digest),
+    previous_digest TEXT NOT NULL,
+    host TEXT NOT NULL,
+    deployed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    UNIQUE (actor, version)
+);
 ";
 
 /// True when the tables are as [`SCHEMA`] and [`UPGRADES`] make them.
@@ -77,9 +97,10 @@ pub(super) const CURRENT: &str = "
 SELECT to_regclass('burrow_secret') IS NOT NULL
    AND to_regclass('burrow_pages') IS NOT NULL
    AND to_regclass('burrow_instances_schedule_due') IS NOT NULL
+   AND to_regclass('burrow_deploys') IS NOT NULL
    AND (SELECT count(*) FROM information_schema.columns
         WHERE table_schema = current_schema() AND table_name = 'burrow_hosts'
-          AND column_name IN ('session_lock', 'draining')) = 2
+          AND column_name IN ('session_lock', 'draining', 'deploys_taken')) = 3
 ";
 
 /// The columns added to tables made by an earlier release, each run on
@@ -87,4 +108,5 @@ SELECT to_regclass('burrow_secret') IS NOT NULL
 pub(super) const UPGRADES: &[&str] = &[
     "ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS session_lock INTEGER",
     "ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS draining BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE burrow_hosts ADD COLUMN IF NOT EXISTS deploys_taken BIGINT NOT NULL DEFAULT 0",
 ];
