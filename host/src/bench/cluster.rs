@@ -129,6 +129,11 @@ pub(super) async fn run(
             what: format!("W2 over HTTP, {name}"),
             figures,
         });
+        if hosts > 1 {
+            let deploys = deploys(spec, &owner).await?;
+            eprintln!("deploys across {hosts} hosts: {deploys}");
+            report.insert("deploys".into(), deploys);
+        }
         for server in servers {
             server.stop().await?;
         }
@@ -140,7 +145,7 @@ pub(super) async fn run(
     eprintln!("failover: {failover}");
     report.insert("failover".into(), failover.clone());
 
-    let table = table(&rows, &floor, cost, &failover);
+    let table = table(&rows, &floor, cost, &failover, &report["deploys"]);
     report.insert(
         "rows".into(),
         rows.iter()
@@ -299,6 +304,26 @@ async fn postgres_floor(url: &str) -> Result<Value> {
     }))
 }
 
+/// A deploy of the counter's own component through `client`'s host, and
+/// `--previous` after it: how long each took to answer, that is, until
+/// every host of the cluster ran it (the component in each host's compile
+/// cache, so this is the deploy's path, not a compilation).
+async fn deploys(spec: &ActorSpec, client: &Client) -> Result<Value> {
+    let bytes = std::fs::read(&spec.component)
+        .with_context(|| format!("cannot read {}", spec.component.display()))?;
+    let began = Instant::now();
+    let deployed = client.deploy("counter", bytes, false).await?;
+    let deploy = began.elapsed();
+    let began = Instant::now();
+    client.deploy_previous("counter", false).await?;
+    let previous = began.elapsed();
+    if deployed["lagging"] != json!([]) {
+        bail!("hosts had not taken the deploy up when it answered: {deployed}");
+    }
+    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    Ok(json!({ "deploy_ms": ms(deploy), "previous_ms": ms(previous) }))
+}
+
 /// Kills of the owner timed in [`failover`].
 const KILLS: usize = 20;
 
@@ -389,7 +414,13 @@ async fn taken_over(
 
 /// The table: every row's rate and latencies, then the floor and the
 /// failover figures.
-fn table(rows: &[Measured], floor: &Value, cost: Duration, failover: &Value) -> String {
+fn table(
+    rows: &[Measured],
+    floor: &Value,
+    cost: Duration,
+    failover: &Value,
+    deploys: &Value,
+) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(out, "| workload | ops/s | p50 | p99 | failed |");
@@ -426,6 +457,11 @@ fn table(rows: &[Measured], floor: &Value, cost: Duration, failover: &Value) -> 
         failover["kill_9_p99_ms"],
         failover["kills"],
         failover["clean_stop_ms"],
+    );
+    let _ = writeln!(
+        out,
+        "A deploy through one of three hosts (the component compiled already) answered, every host running it, after {} ms; `--previous` after {} ms.",
+        deploys["deploy_ms"], deploys["previous_ms"],
     );
     out
 }
