@@ -701,12 +701,26 @@ pub(crate) async fn starting_point(
                 })?;
             write_component(&dir, &path, &bytes)?;
         }
-        tracing::info!(
-            actor = %record.actor,
-            version = record.version,
-            digest = %record.digest,
-            "runs the cluster's last deploy, not the manifest's component"
-        );
+        let manifest = std::fs::read(&spec.component).map(|bytes| definition::digest(&bytes));
+        if manifest
+            .as_ref()
+            .is_ok_and(|digest| *digest == record.digest)
+        {
+            tracing::info!(
+                actor = %record.actor,
+                version = record.version,
+                "runs the cluster's last deploy, which is the manifest's component"
+            );
+        } else {
+            tracing::warn!(
+                actor = %record.actor,
+                version = record.version,
+                digest = %record.digest,
+                manifest = %spec.component.display(),
+                "the manifest names another component than the cluster's last deploy of the actor; \
+                 this host runs the cluster's (deploy the manifest's with `burrow deploy` to change it)"
+            );
+        }
         spec.component = path.clone();
         versions.insert(record.actor.clone(), record.version);
         kept.push(path);
