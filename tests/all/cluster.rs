@@ -904,6 +904,21 @@ async fn a_deploy_through_one_host_runs_on_every_host_and_after_a_restart() {
     call(&a, "counter", "on-0", "increment", json!([2])).await;
     call(&b, "counter", "on-1", "increment", json!([3])).await;
     let (_, manifest_digest) = counter_component(&a).await;
+    // Refusals record nothing: bytes that are no component, and a
+    // rollback before any deploy.
+    let refused = b
+        .deploy("counter", b"not a component".to_vec(), false)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, "invalid-component", "{refused:?}");
+    let refused = a.deploy_previous("counter", false).await.unwrap_err();
+    assert_eq!(refused.code, "no-previous-component", "{refused:?}");
+    for client in [&a, &b] {
+        assert_eq!(
+            counter_component(client).await,
+            (0, manifest_digest.clone())
+        );
+    }
     let conformance = std::fs::read(programs::CONFORMANCE_RUST).unwrap();
     let deployed = b.deploy("counter", conformance, false).await.unwrap();
     assert_eq!(deployed["version"], 1, "{deployed}");
