@@ -161,12 +161,7 @@ impl Core {
             let version = next_version(&running);
             return Ok(self.swap(actor, running, previous, version, checked));
         };
-        let last = cluster
-            .last_deploy(actor)
-            .await
-            .map_err(|e| unrecorded(actor, e))?
-            .filter(|last| !last.previous_digest.is_empty())
-            .ok_or(Error::NoPrevious(actor.into()))?;
+        let last = last_with_previous(cluster, actor).await?;
         let previous = match self.previous_of(actor) {
             Some(previous) if previous.digest == last.previous_digest => copy(&previous),
             _ => {
@@ -229,12 +224,7 @@ impl Core {
         let Some(cluster) = self.store.cluster() else {
             return Err(Error::NoPrevious(actor.into()));
         };
-        let last = cluster
-            .last_deploy(actor)
-            .await
-            .map_err(|e| unrecorded(actor, e))?
-            .filter(|last| !last.previous_digest.is_empty())
-            .ok_or(Error::NoPrevious(actor.into()))?;
+        let last = last_with_previous(cluster, actor).await?;
         Ok(last.previous_digest)
     }
 
@@ -770,6 +760,17 @@ fn copy(def: &ActorDefinition) -> ActorDefinition {
         version: 0,
         digest: def.digest.clone(),
     }
+}
+
+/// The cluster's last deploy of `actor`, if there is one with a
+/// component before it (what `--previous` puts back).
+async fn last_with_previous(cluster: &Cluster, actor: &str) -> Result<DeployRecord, Error> {
+    cluster
+        .last_deploy(actor)
+        .await
+        .map_err(|e| unrecorded(actor, e))?
+        .filter(|last| !last.previous_digest.is_empty())
+        .ok_or(Error::NoPrevious(actor.into()))
 }
 
 /// A deploy the cluster could not record: nothing changed.
