@@ -179,6 +179,26 @@ async fn refused_deploys_change_nothing() {
         .unwrap_err();
     assert!(matches!(e, Error::InvalidComponent { .. }), "{e}");
 
+    // A check of one instance (what a checked deploy in a cluster asks
+    // of each host): against the running component, of an instance and
+    // of none; against a component nobody holds.
+    use burrow::host::Hop;
+    let checked = host
+        .check_instance(Hop::Origin, "conformance", "k", &digest)
+        .await
+        .unwrap();
+    assert_eq!(checked, burrow::WorkflowCheck::Nothing);
+    let e = host
+        .check_instance(Hop::Origin, "conformance", "nobody", &digest)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "no-such-instance", "{e}");
+    let e = host
+        .check_instance(Hop::Origin, "conformance", "k", &"0".repeat(64))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "invalid-component", "{e}");
+
     assert_eq!(host.component("conformance").unwrap(), (0, digest));
     assert_eq!(call(&host, "conformance", "k", "increment", "[1]").await, 6);
     server.stop().await;

@@ -301,6 +301,9 @@ impl Core {
         }
         let address = self.address(&def, key);
         self.claim(&address).await?;
+        if !self.store.exists(&address) {
+            return Err(Error::no_such_instance(actor, key));
+        }
         if !self.has_unfinished_workflow(&address)? {
             return Ok(WorkflowCheck::Nothing);
         }
