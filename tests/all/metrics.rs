@@ -332,12 +332,14 @@ async fn evictions_and_sleeping_instances_are_counted() {
 
     // A probe idle past its sleep timeout is put to sleep by the reaper
     // (a counter makes room for it first). The eviction is counted when
-    // it begins, the instance asleep once its sleep hook has run.
+    // it begins, the instance no longer awake once its sleep hook has run,
+    // and asleep once the reaper has let go of its slot.
     call(&host, "probe", "p", "bump", "[]").await;
     let idle = [("actor", "probe"), ("reason", "idle")];
     let m = settled(&server.url, "the idle probe to sleep", |m| {
         value(m, "burrow_evictions_total", &idle) == Some(1.0)
             && value(m, "burrow_instances_awake", &actor("probe")) == Some(0.0)
+            && value(m, "burrow_instances_asleep", &actor("probe")) == Some(1.0)
     })
     .await;
     assert_eq!(get(&m, "burrow_evictions_total", &room), 2.0);
