@@ -4,7 +4,8 @@
 //! Instance databases are the source of truth; the index lets the host list
 //! instances, and find the queues to resume after a start, without opening
 //! every database. A row is written after an instance's creation commits
-//! and removed when it is destroyed.
+//! and removed when it is destroyed; triggers keep each actor's count of
+//! rows in `instance_counts`, for the metrics.
 //!
 //! # The queue mark
 //!
@@ -197,6 +198,7 @@ impl Index {
                  DROP INDEX IF EXISTS instances_{name}_due;"
             ))?;
         }
+        keep_counts(&conn)?;
         Ok(Index {
             conn: Mutex::new(conn),
         })
@@ -262,10 +264,15 @@ impl Index {
     }
 
     /// The number of instances of each actor.
+    /// How many instances each actor has: its row of `instance_counts`,
+    /// not a count of its rows, which every scrape of the metrics would
+    /// make under the index's lock (a million rows read while creations
+    /// wait).
     pub(crate) fn count_by_actor(&self) -> rusqlite::Result<Vec<(String, u64)>> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt =
-            conn.prepare_cached("SELECT actor, count(*) FROM instances GROUP BY actor")?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT actor, instances FROM instance_counts WHERE instances > 0 ORDER BY actor",
+        )?;
         stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
             .collect()
     }
@@ -394,6 +401,41 @@ impl Index {
     }
 }
 
+/// Keeps `instance_counts` (the instances of each actor) with triggers
+/// on `instances`: an insert adds one (an upsert that finds the row
+/// updates it and adds nothing), a delete takes one away. An index made
+/// before the table gets it, filled from `instances`, in one transaction
+/// with its triggers, so a crash leaves both or neither.
+fn keep_counts(conn: &Connection) -> rusqlite::Result<()> {
+    let has_counts = conn
+        .prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'instance_counts'")?
+        .exists([])?;
+    if has_counts {
+        return Ok(());
+    }
+    let made = conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         CREATE TABLE instance_counts (
+             actor TEXT PRIMARY KEY,
+             instances INTEGER NOT NULL
+         ) WITHOUT ROWID;
+         INSERT INTO instance_counts (actor, instances)
+             SELECT actor, count(*) FROM instances GROUP BY actor;
+         CREATE TRIGGER instance_counted AFTER INSERT ON instances BEGIN
+             INSERT OR IGNORE INTO instance_counts (actor, instances) VALUES (new.actor, 0);
+             UPDATE instance_counts SET instances = instances + 1 WHERE actor = new.actor;
+         END;
+         CREATE TRIGGER instance_uncounted AFTER DELETE ON instances BEGIN
+             UPDATE instance_counts SET instances = instances - 1 WHERE actor = old.actor;
+         END;
+         COMMIT;",
+    );
+    if made.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    made
+}
+
 /// The page of keys' statement: one range of the primary key, from the
 /// lower bound (`?2`, excluded when it is the last key of the page before)
 /// up to `?3` if given, `?4` rows. Each bound is written only when it
@@ -473,6 +515,77 @@ mod tests {
                 .unwrap(),
             ["k0998", "k0999"]
         );
+    }
+
+    /// The truth `count_by_actor` keeps: a count of the rows.
+    fn counted(index: &Index) -> Vec<(String, u64)> {
+        let conn = index.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare("SELECT actor, count(*) FROM instances GROUP BY actor ORDER BY actor")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// A scrape of the metrics counts each actor's instances: a few steps
+    /// beside 2,000 instances, not a read of each row under the index's
+    /// lock.
+    #[test]
+    fn the_instances_of_each_actor_are_counted_without_a_look_at_each() {
+        let (_dir, index) = index_of_2000_keys();
+        index.insert("w", "x", 1).unwrap();
+        index.count_by_actor().unwrap();
+        let (counts, steps) = steps_of(&index, |index| index.count_by_actor().unwrap());
+        assert_eq!(counts, [("a".to_string(), 2000), ("w".to_string(), 1)]);
+        assert!(steps < 100, "{steps} steps to count the instances");
+    }
+
+    /// The counts follow inserts, upserts of a row that exists, rows made
+    /// by a mark, and deletes; an index made before the counts gets them
+    /// from its rows when it opens, and keeps them from then on.
+    #[test]
+    fn the_counts_follow_every_change_and_an_older_index_gets_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("host.sqlite");
+        let index = Index::open(&path).unwrap();
+        for (actor, key) in [("a", "1"), ("a", "2"), ("a", "1"), ("w", "x"), ("w", "y")] {
+            index.insert(actor, key, 1).unwrap();
+        }
+        index
+            .lower_marks_around("q", "k", Some(1), None, None, || Ok::<_, ()>(()))
+            .unwrap()
+            .unwrap();
+        index.remove("a", "2").unwrap();
+        index.remove("a", "never").unwrap();
+        index.remove("w", "x").unwrap();
+        index.remove("w", "y").unwrap();
+        let expected = [("a".to_string(), 1), ("q".to_string(), 1)];
+        assert_eq!(counted(&index), expected);
+        assert_eq!(index.count_by_actor().unwrap(), expected);
+
+        // As an index of a host before the counts.
+        index
+            .conn
+            .lock()
+            .unwrap()
+            .execute_batch(
+                "DROP TRIGGER instance_counted; DROP TRIGGER instance_uncounted;
+                 DROP TABLE instance_counts;",
+            )
+            .unwrap();
+        index.insert("a", "3", 1).unwrap();
+        drop(index);
+        let index = Index::open(&path).unwrap();
+        let expected = [("a".to_string(), 2), ("q".to_string(), 1)];
+        assert_eq!(index.count_by_actor().unwrap(), expected);
+        index.insert("w", "z", 1).unwrap();
+        index.remove("a", "1").unwrap();
+        assert_eq!(index.count_by_actor().unwrap(), counted(&index));
+        drop(index);
+        let index = Index::open(&path).unwrap();
+        assert_eq!(index.count_by_actor().unwrap(), counted(&index));
     }
 
     /// The timer's read of due marks (every 100 ms, of each kind) takes
