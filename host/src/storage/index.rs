@@ -263,7 +263,6 @@ impl Index {
         Ok(())
     }
 
-    /// The number of instances of each actor.
     /// How many instances each actor has: its row of `instance_counts`,
     /// not a count of its rows, which every scrape of the metrics would
     /// make under the index's lock (a million rows read while creations
