@@ -117,7 +117,13 @@ enum Call {
     CancelSchedule(u8),
     PendingSchedules,
     Broadcast(u8, String),
-    Http(u8, Option<String>, Option<String>, Option<String>, Vec<(String, Vec<u8>)>),
+    Http(
+        u8,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Vec<(String, Vec<u8>)>,
+    ),
 }
 
 /// Methods and schemes of outgoing requests, and a few of anything.
@@ -170,12 +176,9 @@ impl Wf {
             Wf::JoinEnter(n, race) => WorkflowCall::JoinEnter(name(n), race),
             Wf::Branch(i) => WorkflowCall::Branch(u32::from(i % 4)),
             Wf::JoinExit(winner) => WorkflowCall::JoinExit(winner.map(|w| u32::from(w % 4))),
-            Wf::QueueNext(n, types, count, timeout) => WorkflowCall::QueueNext(
-                name(n),
-                types,
-                u32::from(count),
-                timeout.map(u64::from),
-            ),
+            Wf::QueueNext(n, types, count, timeout) => {
+                WorkflowCall::QueueNext(name(n), types, u32::from(count), timeout.map(u64::from))
+            }
             Wf::Version(n, latest) => WorkflowCall::Version(name(n), latest),
             Wf::Removed(n) => WorkflowCall::Removed(name(n)),
         }
