@@ -595,9 +595,10 @@ pub fn __run<I: DeserializeOwned, R: Serialize>(
 /// The open step's idempotency key: the same in every attempt of the
 /// step, in every run and after every restart, different for every other
 /// step (and for another instance, or one created anew under the same
-/// key). Send it with the step's requests (`Idempotency-Key`, see
-/// [`crate::http::Request::idempotency_key`]) so that a server that
-/// honours it applies a retried attempt once. `None` outside a step.
+/// key). Send it with the step's requests as their `Idempotency-Key`
+/// header (the `http` module's `Request::idempotency_key` adds it) so
+/// that a server that honours it applies a retried attempt once. `None`
+/// outside a step.
 pub fn step_key() -> Option<String> {
     wit::step_key()
 }
