@@ -28,7 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("runtime core", &["runtime"]),
     ("background work", &["background"]),
     ("public host", &["host", "queue", "workflow"]),
-    ("front ends", &["http", "client", "cli", "bench", "fuzzing"]),
+    ("front ends", &["http", "client", "cli", "fuzzing"]),
 ];
 
 /// Items `lib.rs` re-exports at the crate root, with the module they

@@ -31,8 +31,12 @@
 //!   schedule runs, waiting senders, the timer;
 //! - the public host: [`host`] ([`Host`]), with [`queue`] and [`workflow`]
 //!   naming what its API shows;
-//! - front ends: [`http`], [`client`], [`cli`], [`bench`], and `fuzzing`
-//!   (with the `fuzzing` feature, for the fuzz targets).
+//! - front ends: [`http`], [`client`], [`cli`], and `fuzzing` (with the
+//!   `fuzzing` feature, for the fuzz targets).
+//!
+//! The benchmark workloads of `burrow bench` are not part of the library:
+//! they live in the `burrow` binary (`src/bin/burrow/bench`), which reaches
+//! Burrow through this public API alone.
 //!
 //! # Example
 //!
@@ -51,7 +55,6 @@
 
 mod address;
 mod background;
-pub mod bench;
 mod bindings;
 mod blocking;
 mod cache;

@@ -43,6 +43,29 @@ fn bench(manifest: &Path, data: &Path, args: &[&str]) -> (Value, String) {
     (serde_json::from_slice(&out.stdout).unwrap(), stderr)
 }
 
+/// `burrow bench`'s options are read by the binary, past the library's
+/// command line: `--help` lists them, and an unknown one is a bad command
+/// line (exit code 2) that names it, before any workload runs.
+#[test]
+fn the_bench_options_are_listed_and_a_wrong_one_is_named() {
+    let help = crate::support::burrow_command()
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{help:?}");
+    for option in ["--scale", "--modes", "--cluster", "--wrk", "--data-dir"] {
+        assert!(text.contains(option), "{option} is missing from:\n{text}");
+    }
+    let wrong = crate::support::burrow_command()
+        .args(["bench", "--modes", "--no-such-option"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--no-such-option"), "{stderr}");
+}
+
 /// Writes a manifest with the counter alone into `dir`; its path.
 fn counter_manifest(dir: &Path) -> std::path::PathBuf {
     let manifest = dir.join("burrow.toml");

@@ -479,5 +479,104 @@ pub enum Command {
         url: String,
     },
     /// Run the benchmark workloads and print their figures.
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
+}
+
+/// Options of `burrow bench` (its workloads are in the `burrow` binary,
+/// not in the library: see [`super::run`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Calls in W1.
+    #[arg(long, default_value_t = 20_000)]
+    pub ops: usize,
+    /// Instances in W3.
+    #[arg(long, default_value_t = 1_000)]
+    pub instances: usize,
+    /// Calls per instance in W2 (64 instances).
+    #[arg(long, default_value_t = 300)]
+    pub w2_calls: usize,
+    /// Skip the HTTP parts: W1 over HTTP and the durability modes' HTTP
+    /// workloads.
+    #[arg(long)]
+    pub no_http: bool,
+    /// Where the benchmark's data goes (default: a fresh temporary directory).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Allocate instances on demand instead of from the pooling allocator.
+    #[arg(long)]
+    pub on_demand: bool,
+    /// Jobs in W4.
+    #[arg(long, default_value_t = 10_000)]
+    pub w4_jobs: usize,
+    /// Run only W4 (the queue), and W1 in-process to compare with.
+    #[arg(long)]
+    pub queue: bool,
+    /// Steps of the workflow in W5.
+    #[arg(long, default_value_t = 1_000)]
+    pub w5_steps: usize,
+    /// Run only W5 (workflows), and W1 in-process to compare with.
+    #[arg(long)]
+    pub workflows: bool,
+    /// Steps of the sequential workflow in W8 (its 64 parallel ones take a
+    /// tenth each).
+    #[arg(long, default_value_t = 1_000)]
+    pub w8_steps: usize,
+    /// Run only W8 (steps that send HTTP requests), and W1 in-process to
+    /// compare with.
+    #[arg(long)]
+    pub outbound: bool,
+    /// Calls in W6.
+    #[arg(long, default_value_t = 5_000)]
+    pub w6_calls: usize,
+    /// Connected clients in W7.
+    #[arg(long, default_value_t = 100)]
+    pub w7_clients: usize,
+    /// Messages posted in W7 (each goes to every client).
+    #[arg(long, default_value_t = 500)]
+    pub w7_messages: usize,
+    /// Run only W6 and W7 (actors talking), and W1 in-process to compare with.
+    #[arg(long)]
+    pub talk: bool,
+    /// Run only the load workload: 64 HTTP clients for this many seconds on
+    /// the manifest's counters (every actor named `counter*`) and its
+    /// `mailer` (queue sends).
+    #[arg(long, value_name = "SECONDS")]
+    pub load: Option<u64>,
+    /// Calls on the hot instance (64 callers on one instance), all callers
+    /// together, in each durability mode.
+    #[arg(long, default_value_t = 20_000)]
+    pub hot_calls: usize,
+    /// Run only the durability modes: the disk's limits, then W1, W2 and
+    /// the hot instance with `synchronous = normal` and `full`, in-process
+    /// and (unless `--no-http`) against `burrow serve` in a child process.
+    #[arg(long)]
+    pub modes: bool,
+    /// Drive the HTTP workloads of the durability modes with `wrk` (it
+    /// must be on the PATH) for this many seconds each, instead of
+    /// `burrow-client` from this process.
+    #[arg(long, value_name = "SECONDS")]
+    pub wrk: Option<u64>,
+    /// Run only the languages side by side: W1 and W5 for the counter and
+    /// the stepper of each guest language (`counter`, `counter-py`,
+    /// `counter-js`, `stepper`, ...), against the floor, with compile and
+    /// build times.
+    #[arg(long)]
+    pub languages: bool,
+    /// Leave the durability modes out of a full run.
+    #[arg(long, conflicts_with = "modes")]
+    pub no_modes: bool,
+    /// Run only the cluster's benchmark, on the PostgreSQL at this URL: W1
+    /// and W2 over HTTP on one host alone, on one in a cluster and on three
+    /// in one, W1 in-process alone and in a cluster (what shipping a commit
+    /// costs), PostgreSQL's own round trip and commit, and the failover
+    /// time after kill -9 and after a clean stop.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Run only the scale benchmark: this many new counters (default
+    /// 100,000) made over HTTP, 16 at a time, against `burrow serve`; per
+    /// tenth the creation rate, the server's memory and the disk used per
+    /// instance, then the time to start over that data directory and to
+    /// list every key, beside the floor's creations on every core.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100000")]
+    pub scale: Option<usize>,
 }

@@ -6,7 +6,7 @@
 //! component bundles an interpreter), and compiling it as long again, so
 //! every stage names the actor, says what runs, and reports its elapsed time
 //! every few seconds until it ends. The times go to `builds.json` in the
-//! data directory (`bench::builds`), where `burrow bench --languages` reads
+//! data directory (`builds`), where `burrow bench --languages` reads
 //! them.
 
 use std::collections::BTreeMap;
@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::HostArgs;
+use super::builds::{BuildRecord, read_records, write_records};
 use super::embedded::{host_config, load_manifest};
-use crate::bench::builds::{BuildRecord, read_records, write_records};
 use crate::manifest::ActorSpec;
 
 /// How often a stage that is still running says so.

@@ -13,6 +13,7 @@
 
 mod args;
 mod build;
+pub mod builds;
 mod dev;
 mod embedded;
 mod new;
@@ -21,13 +22,14 @@ mod remote;
 mod target;
 mod watch;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 pub use args::{
-    AccessArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs, HttpArgs,
-    Lang, LogFormat, Target, Template,
+    AccessArgs, BenchArgs, Cli, ClusterArgs, ClusterCommand, Command, DEFAULT_LISTEN, HostArgs,
+    HttpArgs, Lang, LogFormat, Target, Template,
 };
 pub use output::exit_code;
 
@@ -57,13 +59,22 @@ pub fn install_logging(format: LogFormat) {
     }
 }
 
-/// Runs the command line and returns the process's exit code.
-pub async fn run(cli: Cli) -> ExitCode {
+/// Runs the command line and returns the process's exit code. `bench`
+/// runs `burrow bench` (its workloads live in the `burrow` binary, not in
+/// the library): it gets the manifest's path and the command's options
+/// and returns the figures.
+pub async fn run<B>(cli: Cli, bench: B) -> ExitCode
+where
+    B: AsyncFnOnce(&Path, BenchArgs) -> anyhow::Result<Value>,
+{
     let json = cli.json;
-    output::print(json, dispatch(cli).await)
+    output::print(json, dispatch(cli, bench).await)
 }
 
-async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
+async fn dispatch<B>(cli: Cli, bench: B) -> Result<Option<Value>, Failure>
+where
+    B: AsyncFnOnce(&Path, BenchArgs) -> anyhow::Result<Value>,
+{
     let manifest = &cli.manifest;
     let remote = Remote {
         ca_cert: cli.ca_cert.as_deref(),
@@ -277,10 +288,7 @@ async fn dispatch(cli: Cli) -> Result<Option<Value>, Failure> {
             watch::watch(&actor, &key, params.as_deref(), &url, remote).await?;
             Ok(None)
         }
-        Command::Bench(args) => {
-            let report = crate::bench::run(manifest, args).await?;
-            Ok(Some(report))
-        }
+        Command::Bench(args) => Ok(Some(bench(manifest, args).await?)),
     }
 }
 

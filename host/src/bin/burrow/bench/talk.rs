@@ -18,9 +18,9 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{Latencies, timed};
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::ActorSpec;
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
 
 /// W6: a call from outside against one that makes a call between actors.
 pub(super) async fn calls(config: HostConfig, spec: &ActorSpec, ops: usize) -> Result<Value> {
@@ -72,10 +72,10 @@ pub(super) async fn events(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::http::serve_on(host.clone(), listener, async {
+    let server = tokio::spawn(burrow::http::serve_on(host.clone(), listener, async {
         let _ = stopped.await;
     }));
-    let client = crate::client::Client::new(&url);
+    let client = burrow::client::Client::new(&url);
     let room = client.actor("chat-room", "w7");
     let mut listeners = Vec::with_capacity(clients);
     for i in 0..clients {
@@ -86,10 +86,10 @@ pub(super) async fn events(
             let mut lagged = 0;
             while received < messages {
                 match subscription.next().await {
-                    Some(Ok(crate::client::Event::Message { name, .. })) if name == "message" => {
+                    Some(Ok(burrow::client::Event::Message { name, .. })) if name == "message" => {
                         received += 1
                     }
-                    Some(Ok(crate::client::Event::Lagged(missed))) => {
+                    Some(Ok(burrow::client::Event::Lagged(missed))) => {
                         lagged += missed as usize;
                         received += missed as usize;
                     }

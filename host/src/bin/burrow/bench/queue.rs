@@ -14,10 +14,10 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{Latencies, micros, timed};
-use crate::SendOptions;
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::ActorSpec;
+use burrow::SendOptions;
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
 
 const ACTOR: &str = "mailer";
 

@@ -15,8 +15,6 @@ use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Latencies;
-use crate::config::Synchronous;
-use crate::storage::instance_db::enter_wal;
 use bindings::burrow::actor::db::{DbError, QueryResult, Value};
 use bindings::burrow::actor::log::Level;
 use bindings::burrow::actor::state::StateError;
@@ -37,18 +35,47 @@ struct Floor {
     conn: Connection,
     wasi: WasiCtx,
     table: ResourceTable,
-    /// `wasi:http`, which Python and JavaScript components import; it
-    /// sends nothing.
-    http: crate::instance::HttpContext,
+    /// `wasi:http`, which Python and JavaScript components import; the
+    /// floor's guests send nothing.
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    no_requests: NoRequests,
 }
 
 impl wasmtime_wasi_http::WasiHttpView for Floor {
     fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
         wasmtime_wasi_http::WasiHttpCtxView {
-            ctx: &mut self.http.ctx,
+            ctx: &mut self.http,
             table: &mut self.table,
-            hooks: &mut *self.http.hooks,
+            hooks: &mut self.no_requests,
         }
+    }
+}
+
+/// The floor's guests send no request; one that tried would be refused.
+struct NoRequests;
+
+/// What a sent request's body stream ends with.
+type BodyDone = Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>;
+
+impl wasmtime_wasi_http::WasiHttpHooks for NoRequests {
+    fn send_request(
+        &mut self,
+        _request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: BodyDone,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (http::Response<wasmtime_wasi_http::WasiBody>, BodyDone),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        Box::new(async {
+            Err(wasmtime_wasi_http::Error::InternalError(Some(
+                "the floor sends no HTTP request".into(),
+            )))
+        })
     }
 }
 
@@ -121,11 +148,18 @@ impl db::Host for Floor {
     }
 }
 
-/// WAL mode, `synchronous = NORMAL`, a new file switched as Burrow's are
-/// (without a journal: `storage::instance_db::enter_wal`).
+/// WAL mode, `synchronous = NORMAL`, a new file switched as Burrow
+/// switches its own (`storage::instance_db::enter_wal`): without a
+/// journal, whose syncs an empty file does not need.
 fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)?;
-    enter_wal(&conn, Synchronous::Normal)?;
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    if pages == 0 {
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        conn.pragma_update(None, "journal_mode", "OFF")?;
+    }
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(conn)
 }
 
@@ -140,6 +174,7 @@ async fn start(
         wasi: WasiCtx::builder().build(),
         table: ResourceTable::new(),
         http: Default::default(),
+        no_requests: NoRequests,
     };
     let mut store = Store::new(engine, floor);
     let actor = pre.instantiate_async(&mut store).await?;

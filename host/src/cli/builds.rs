@@ -1,5 +1,6 @@
 //! The build and compile times `burrow build` records for each actor, in
-//! `builds.json` in the data directory, for `burrow bench --languages`.
+//! `builds.json` in the data directory, which `burrow bench --languages`
+//! reads.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::ActorSpec;
-use crate::workflow::WorkflowStatus;
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
+use burrow::workflow::WorkflowStatus;
 
 /// Waits until the workflow of `key` finished; fails unless it completed.
 pub(super) async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::config::Synchronous;
-use crate::manifest::ActorSpec;
+use burrow::config::Synchronous;
+use burrow::manifest::ActorSpec;
 
 /// How long the server may take to answer `GET /healthz` after its start
 /// (it compiles the counter's component first).
@@ -112,7 +112,7 @@ impl ServerProcess {
     }
 
     async fn wait_until_ready(&mut self) -> Result<()> {
-        let http = crate::client::Trust::system().http_client().build()?;
+        let http = burrow::client::Trust::system().http_client().build()?;
         let health = format!("{}/healthz", self.url);
         let deadline = Instant::now() + START_TIMEOUT;
         loop {

@@ -10,11 +10,11 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::Latencies;
-use crate::SendOptions;
-use crate::client::Client;
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::ActorSpec;
+use burrow::SendOptions;
+use burrow::client::Client;
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
 
 /// Clients calling at once.
 pub const CLIENTS: usize = 64;
@@ -45,7 +45,7 @@ pub async fn run(config: HostConfig, actors: &[ActorSpec], duration: Duration) -
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::http::serve_on(host.clone(), listener, async {
+    let server = tokio::spawn(burrow::http::serve_on(host.clone(), listener, async {
         let _ = stopped.await;
     }));
 

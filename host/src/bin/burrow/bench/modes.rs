@@ -32,10 +32,10 @@ use super::disk::{self, DiskLimits};
 use super::server_process::ServerProcess;
 use super::table::{self, DiskLine, Figures, Row};
 use super::wrk::{self, WrkReport};
-use crate::client::Client;
-use crate::config::{HostConfig, Synchronous};
-use crate::host::{Host, LogSyncs};
-use crate::manifest::ActorSpec;
+use burrow::client::Client;
+use burrow::config::{HostConfig, Synchronous};
+use burrow::host::{Host, LogSyncs};
+use burrow::manifest::ActorSpec;
 
 /// Callers at once in W2 and on the hot instance (and connections for
 /// `GET /healthz`).
@@ -96,7 +96,7 @@ impl Syncs {
         match self {
             Syncs::InProcess(host) => Ok(host.log_syncs()),
             Syncs::Server(url) => {
-                let http = crate::client::Trust::system().http_client().build()?;
+                let http = burrow::client::Trust::system().http_client().build()?;
                 let answer = http.get(format!("{url}/metrics")).send().await?;
                 if !answer.status().is_success() {
                     bail!("GET /metrics answered {}", answer.status());
@@ -379,7 +379,7 @@ async fn health(url: &str, dir: &Path, client: HttpClient) -> Result<Summary> {
         .map(|_| {
             let url = url.clone();
             tokio::spawn(async move {
-                let http = crate::client::Trust::system().http_client().build()?;
+                let http = burrow::client::Trust::system().http_client().build()?;
                 let mut samples = Vec::with_capacity(HEALTH_REQUESTS_PER_CONNECTION);
                 for _ in 0..HEALTH_REQUESTS_PER_CONNECTION {
                     let t = Instant::now();

@@ -4,7 +4,7 @@
 //! with the same component and with the Rust counter, the time to compile
 //! each component (timed in the floor: a fresh engine, no cache, the same
 //! compiler settings as Burrow's but for epoch interruption) and the build
-//! time `burrow build` recorded (see [`super::builds`]).
+//! time `burrow build` recorded (see `burrow::cli::builds`).
 //!
 //! The actors are the manifest's `counter`, `counter-py`, `counter-js`,
 //! `stepper`, `stepper-py` and `stepper-js`; a language whose actors are not
@@ -19,9 +19,9 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::{BenchArgs, config, floor, timed, workflow};
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::{ActorSpec, Manifest};
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::{ActorSpec, Manifest};
 
 /// The languages: a name and the suffix of their actors' names.
 pub const LANGUAGES: &[(&str, &str)] = &[("Rust", ""), ("Python", "-py"), ("JavaScript", "-js")];
@@ -108,7 +108,7 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 /// Markdown table under `table`.
 pub(super) async fn run(manifest_path: &Path, root: &Path, args: &BenchArgs) -> Result<Value> {
     let manifest = Manifest::load(manifest_path)?;
-    let records = super::builds::read_records(&manifest.data_dir());
+    let records = burrow::cli::builds::read_records(&manifest.data_dir());
     let mut rows: Vec<(&str, Result<Figures, String>)> = Vec::new();
     for (language, suffix) in LANGUAGES {
         let counter = actor(&manifest, &format!("counter{suffix}"));

@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 use super::modes::{self, Counter};
 use super::server_process::ServerProcess;
 use super::{Latencies, micros, timed};
-use crate::client::Client;
-use crate::config::{ClusterConfig, HostConfig, Synchronous};
-use crate::host::Host;
-use crate::manifest::ActorSpec;
+use burrow::client::Client;
+use burrow::config::{ClusterConfig, HostConfig, Synchronous};
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
 
 /// Sequential round trips and commits the floor is measured over.
 const FLOOR_ROUNDS: usize = 2_000;

@@ -19,13 +19,13 @@ use serde_json::{Value, json};
 
 use super::server_process::ServerProcess;
 use super::table::thousands;
-use crate::config::Synchronous;
-use crate::manifest::ActorSpec;
+use burrow::config::Synchronous;
+use burrow::manifest::ActorSpec;
 
 /// Creations in flight at once (as `wrk -c16`).
 pub(super) const CONNECTIONS: usize = 16;
 /// Keys per page of the listing (the API's largest page).
-const PAGE: usize = crate::http::MAX_KEY_PAGE;
+const PAGE: usize = burrow::http::MAX_KEY_PAGE;
 /// The most instances each floor thread creates.
 const FLOOR_INSTANCES: usize = 1_000;
 
@@ -45,7 +45,7 @@ pub(super) async fn run(spec: &ActorSpec, dir: &Path, n: usize) -> Result<Value>
     }
     let server = ServerProcess::start(spec, dir, Synchronous::Normal).await?;
     let data = dir.join("data");
-    let http = crate::client::Trust::system().http_client().build()?;
+    let http = burrow::client::Trust::system().http_client().build()?;
     let mut tenths = Vec::new();
     let mut made = 0;
     for tenth in 1..=10 {

@@ -23,10 +23,10 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use super::workflow::completed;
-use crate::config::HostConfig;
-use crate::host::Host;
-use crate::manifest::ActorSpec;
-use crate::outbound::Allowed;
+use burrow::config::HostConfig;
+use burrow::host::Host;
+use burrow::manifest::ActorSpec;
+use burrow::outbound::Allowed;
 
 /// Workflows at once in the parallel part.
 const PARALLEL: usize = 64;
