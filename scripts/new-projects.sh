@@ -27,7 +27,12 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> installing burrow into $work/install"
-# --debug with the workspace's target folder reuses the test build.
+# --debug with the workspace's target folder: what this builds,
+# `cargo build -p burrow-host` (README, scripts/quickstart.sh) finds built.
+# It cannot reuse the test build: `cargo test --workspace` builds the
+# dependencies with the features of every member and dev-dependency
+# (syn's `fold` and `visit`, regex's `unicode`, ...), which reach most of
+# the tree, so most of it is built again here (270 s of a CI run).
 cargo install --quiet --locked --debug --path "$repo/host" --root "$work/install" \
     --target-dir "$repo/target"
 export PATH="$work/install/bin:$PATH"
