@@ -43,9 +43,10 @@ fn bench(manifest: &Path, data: &Path, args: &[&str]) -> (Value, String) {
     (serde_json::from_slice(&out.stdout).unwrap(), stderr)
 }
 
-/// `burrow bench`'s options are read by the binary, past the library's
-/// command line: `--help` lists them, and an unknown one is a bad command
-/// line (exit code 2) that names it, before any workload runs.
+/// `burrow bench`'s options are part of the command line although its
+/// workloads are not part of the library: `--help` lists them, and an
+/// unknown one is a bad command line (exit code 2) that names it, before
+/// any workload runs.
 #[test]
 fn the_bench_options_are_listed_and_a_wrong_one_is_named() {
     let help = crate::support::burrow_command()
