@@ -12,20 +12,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode};
 use serde::Serialize;
 
 use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::storage::heap::{self, Refused};
-use crate::storage::instance_db::{lower_limits, read_state};
 use crate::storage::queue as queue_db;
 use crate::storage::queue::{DeadLetter, QueuePolicy, QueuedEvent};
 use crate::storage::sandbox::{Sandbox, is_internal};
 use crate::storage::schedule as schedule_db;
 use crate::storage::workflow::{self as workflow_db, HistoryEntry, WorkflowRecord};
-use crate::storage::{INSTANCE_VFS, instance_path, validate_actor_name, validate_key};
+use crate::storage::{read_state, validate_actor_name, validate_key};
 use crate::watchdog::Watch;
 
 /// Rows shown per table.
@@ -348,33 +347,9 @@ fn storage(actor: &str, key: &str, e: rusqlite::Error) -> Error {
 fn open(root: &Path, actor: &str, key: &str) -> Result<(Connection, i64), Error> {
     validate_actor_name(actor)?;
     validate_key(key)?;
-    let path = instance_path(root, actor, key);
-    let missing = || Error::no_such_instance(actor, key);
-    if !path.exists() {
-        return Err(missing());
-    }
-    let storage = |e: rusqlite::Error| storage(actor, key, e);
-    heap::install();
-    let conn = Connection::open_with_flags_and_vfs(
-        &path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        INSTANCE_VFS,
-    )
-    .map_err(storage)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(storage)?;
-    lower_limits(&conn).map_err(storage)?;
-    let created_at: Option<i64> = conn
-        .query_row(
-            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    let Some(created_at) = created_at else {
-        return Err(missing());
-    };
-    Ok((conn, created_at))
+    crate::storage::open_read_only(root, actor, key)
+        .map_err(|e| storage(actor, key, e))?
+        .ok_or_else(|| Error::no_such_instance(actor, key))
 }
 
 /// Reads the actor's own tables under the bounds of guest SQL.
@@ -430,8 +405,9 @@ impl GuestTables {
         sandbox.install(conn)?;
         let deadline = Deadline::default();
         deadline.start(timeout);
-        // After `lower_limits`, in `open`: the matchers read the pattern limit.
-        crate::storage::functions::register(conn, &deadline)?;
+        // After the limits of guest SQL, set in `open`: the matchers read
+        // the pattern limit.
+        crate::storage::register_functions(conn, &deadline)?;
         let watch = Watch::new(conn, deadline.clone());
         let passed = deadline.clone();
         conn.progress_handler(1000, Some(move || passed.passed()))?;

@@ -15,8 +15,7 @@ use crate::clock::now_ms;
 use crate::config::BACKGROUND_CONFLICT_PAUSE;
 use crate::error::Error;
 use crate::presence::Lease;
-use crate::storage::index::Mark;
-use crate::storage::marks::MarkError;
+use crate::storage::{Mark, MarkError};
 use crate::text::escaped;
 
 use super::Background;

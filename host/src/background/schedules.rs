@@ -9,7 +9,7 @@ use crate::clock::now_ms;
 use crate::config::SCHEDULE_RETRY_AFTER_ERROR;
 use crate::error::Error;
 use crate::presence::Lease;
-use crate::storage::index::Mark;
+use crate::storage::Mark;
 use crate::text::escaped;
 
 use super::Background;

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use crate::address::Address;
 use crate::clock::now_ms;
-use crate::storage::index::Mark;
-use crate::storage::marks::MarkError;
+use crate::storage::{Mark, MarkError};
 
 use super::Background;
 

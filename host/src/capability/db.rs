@@ -15,8 +15,8 @@ use crate::config::{
 };
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::instance::{ConflictTrap, InstanceState, is_busy};
+use crate::storage::InstanceDb;
 use crate::storage::heap::{self, Refused};
-use crate::storage::instance_db::InstanceDb;
 use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
 
 impl Host for InstanceState {

@@ -34,7 +34,7 @@ use crate::caller::Caller;
 use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
 use crate::instance::commit::{Durable, Unsynced};
-use crate::storage::instance_db::Savepoint;
+use crate::storage::Savepoint;
 
 use super::{Cell, storage_error};
 

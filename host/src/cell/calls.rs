@@ -15,7 +15,7 @@ use crate::deadline::DeadlineExceeded;
 use crate::error::Error;
 use crate::instance::output::failure_text;
 use crate::instance::{ConflictTrap, InstanceState, Mode};
-use crate::storage::index::Mark;
+use crate::storage::Mark;
 use crate::storage::schedule as schedule_db;
 use crate::text::escaped;
 

@@ -46,10 +46,7 @@ use crate::instance::output::failure_text;
 use crate::instance::outside::OtherActors;
 use crate::instance::{InstanceState, QueueLimits, is_busy};
 use crate::metrics::ActorMetrics;
-use crate::storage::cluster::ClusterError;
-use crate::storage::instance_db::InstanceDb;
-use crate::storage::marks::Marks;
-use crate::storage::store::InstanceStore;
+use crate::storage::{ClusterError, InstanceDb, InstanceStore, Marks};
 
 /// How a cell's start transaction began.
 #[derive(Debug, Clone, Copy)]
@@ -305,13 +302,7 @@ impl Cell {
     /// Whether this cell must be replaced before its next use (in a
     /// cluster, also when the lease it was opened under is gone).
     pub(crate) fn is_broken(&self) -> bool {
-        self.broken
-            || self.in_call
-            || self
-                .db()
-                .replica
-                .as_ref()
-                .is_some_and(|replica| replica.is_stale())
+        self.broken || self.in_call || self.db().backend.is_stale()
     }
 
     /// Whether the creation of this instance was rolled back.

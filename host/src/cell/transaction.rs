@@ -4,7 +4,7 @@
 
 use crate::error::Error;
 use crate::instance::commit::{CommitError, Durable, Unsynced};
-use crate::storage::instance_db::InstanceDb;
+use crate::storage::InstanceDb;
 use crate::text::escaped;
 
 use super::{Cell, Start};

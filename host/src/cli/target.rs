@@ -19,7 +19,7 @@ use super::remote::{Remote, client};
 use crate::SendOptions;
 use crate::error::Error;
 use crate::host::Host;
-use crate::storage::host_lock::{Holder, holder};
+use crate::storage::{Holder, holder};
 
 /// A server, or a host embedded in this process.
 pub(super) enum Backend {

@@ -14,7 +14,7 @@ use crate::config::Synchronous;
 use crate::deadline::Deadline;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, QueueLimits};
-use crate::storage::instance_db::InstanceDb;
+use crate::storage::InstanceDb;
 
 /// The store state of one instance over a fresh database, driven by
 /// [`ImportCall`]s as a guest would.

@@ -14,7 +14,7 @@ use crate::address::Address;
 use crate::directory::SlotState;
 use crate::error::Error;
 use crate::runtime::Core;
-use crate::storage::cluster::{Cluster, ClusterError, Held, Owner};
+use crate::storage::{Cluster, ClusterError, Held, Owner};
 
 use super::Host;
 

@@ -3,10 +3,13 @@
 //! schedule run, a host operation).
 //!
 //! The stage decides when a transaction is durable and what it releases
-//! once it is: the index's marks its effects need are lowered first,
-//! under the index's lock (a crash after the commit finds the work to
-//! resume); then the SQLite commit makes it durable; then the events it
-//! broadcast are published, and [`Committed`] tells the caller which
+//! once it is: the SQLite commit, with the marks its effects need, goes
+//! through the database's backend, which the store chose when it opened
+//! the database (`storage/backend.rs`: on a host alone the index's marks
+//! are lowered first, so that a crash after the commit finds the work to
+//! resume; in a cluster the commit's pages and marks are shipped to
+//! PostgreSQL before anything of it is released, and a commit that is not
+//! shipped fails); then the events it broadcast are published, and [`Committed`] tells the caller which
 //! wake-ups to release (the runtime core starts a queue pump or a
 //! workflow driver after the operation, with the instance's slot still
 //! held). The caller hears back only after this returns.
@@ -20,10 +23,6 @@
 //! it at the same time, and a batch of calls may take the sync over
 //! ([`CommitStage::commit_syncing_later`]). The log's checkpoint starts
 //! after the commit, beside the instance's work (`storage/wal.rs`).
-//! In a cluster, the commit's pages and marks are shipped to PostgreSQL
-//! (`storage/replica.rs`) before anything of it is released: a commit that
-//! is not shipped fails, and its instance's local copy is restored before
-//! it is used again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,12 +33,7 @@ use crate::clock::now_ms;
 use crate::connections::{Hub, PendingEvent};
 use crate::error::Error;
 use crate::metrics::{DurationHistogram, Metrics};
-use crate::storage::cluster::ClusterError;
-use crate::storage::cluster::shipper::{MarkWrite, MarkWrites};
-use crate::storage::index::Index;
-use crate::storage::instance_db::InstanceDb;
-use crate::storage::log_file::LogFile;
-use crate::storage::replica::Release;
+use crate::storage::{ClusterError, InstanceDb, LogFile, Release};
 
 /// What the open transaction did that outlives it: collected while the
 /// guest runs, acted on by the commit stage, dropped on a rollback.
@@ -116,8 +110,6 @@ pub(crate) struct Committed {
 /// Where an instance's transactions end (see the module docs).
 #[derive(Clone, Default)]
 pub(crate) struct CommitStage {
-    /// The host's index, whose marks a commit lowers (`None` in unit tests).
-    index: Option<Arc<Index>>,
     /// Where broadcast events go (`None` in unit tests).
     hub: Option<Arc<Hub>>,
     /// Transactions committed through this stage and its clones.
@@ -140,9 +132,8 @@ impl Drop for Operation {
 impl CommitStage {
     /// The stage of a host, counting its commits and log syncs in
     /// `metrics`.
-    pub(crate) fn new(index: Arc<Index>, hub: Arc<Hub>, metrics: &Metrics) -> CommitStage {
+    pub(crate) fn new(hub: Arc<Hub>, metrics: &Metrics) -> CommitStage {
         CommitStage {
-            index: Some(index),
             hub: Some(hub),
             commits: metrics.commits(),
             log_syncs: metrics.log_syncs(),
@@ -225,7 +216,7 @@ impl CommitStage {
             Some(log)
                 if sync == SyncWhen::Later
                     && others_run
-                    && db.replica.is_none()
+                    && !db.backend.ships()
                     && crate::blocking::on_multi_thread_runtime() =>
             {
                 Some(log.clone())
@@ -253,38 +244,13 @@ impl CommitStage {
                 commit_and_sync()
             }
         };
-        match &db.replica {
-            Some(replica) => {
-                let release = Release {
-                    marks: MarkWrites {
-                        queue: if appended {
-                            MarkWrite::Lower(now_ms())
-                        } else {
-                            MarkWrite::Keep
-                        },
-                        workflow: workflow_started
-                            .map(|at| MarkWrite::Set(Some(at)))
-                            .unwrap_or_default(),
-                        schedule: scheduled.map(MarkWrite::Lower).unwrap_or_default(),
-                    },
-                    created,
-                };
-                replica.commit(|| db.wal.pages(), release, local_commit)??;
-            }
-            None => match &self.index {
-                Some(index) if appended || scheduled.is_some() || workflow_started.is_some() => {
-                    index.lower_marks_around(
-                        &address.actor,
-                        &address.key,
-                        appended.then_some(now_ms()),
-                        scheduled,
-                        workflow_started,
-                        local_commit,
-                    )??
-                }
-                _ => local_commit()?,
-            },
-        }
+        let release = Release {
+            queue: appended.then(now_ms),
+            schedule: scheduled,
+            workflow: workflow_started,
+            created,
+        };
+        db.commit_releasing(release, local_commit)?;
         self.commits.fetch_add(1, Ordering::Relaxed);
         // Beside the instance's work only while other instances work too
         // (see `storage/wal.rs`).

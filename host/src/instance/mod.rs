@@ -22,7 +22,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpVi
 use crate::address::Address;
 use crate::caller::Caller;
 use crate::deadline::Deadline;
-use crate::storage::instance_db::InstanceDb;
+use crate::storage::InstanceDb;
 use commit::{CommitStage, Committed, Effects};
 pub(crate) use mode::{ConflictTrap, Mode, Refusal, commit_trap, is_busy, storage_trap};
 use output::{GuestOutput, LogLimit};

@@ -18,7 +18,7 @@ use crate::definition::ActorDefinition;
 use crate::directory::{QueuePlace, Slot, SlotState};
 use crate::error::Error;
 use crate::metrics::{ActorMetrics, Eviction};
-use crate::storage::store::ClaimError;
+use crate::storage::ClaimError;
 use crate::text::escaped;
 
 use super::Core;

@@ -38,8 +38,8 @@ use crate::cell::Origin;
 use crate::definition::{self, ActorDefinition};
 use crate::error::{Divergence, Error};
 use crate::manifest::ActorSpec;
-use crate::storage::cluster::{Cluster, ClusterError, Component, DeployRecord};
 use crate::storage::workflow::{self as workflow_db};
+use crate::storage::{Cluster, ClusterError, Component, DeployRecord};
 
 /// How often a member of a cluster looks for deploys made through other
 /// hosts.

@@ -41,9 +41,7 @@ use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
 use crate::metrics::Metrics;
 use crate::presence::Presence;
-use crate::storage::cluster::Cluster;
-use crate::storage::store::InstanceStore;
-use crate::storage::{DataDir, validate_actor_name, validate_key};
+use crate::storage::{Cluster, DataDir, InstanceStore, validate_actor_name, validate_key};
 
 pub use deploy::{Deployed, WorkflowCheck};
 pub(crate) use loading::Compile;
@@ -172,7 +170,7 @@ impl Core {
             None => burrow_client::Trust::system(),
         };
         let outbound = Outbound::new(&trust);
-        let commit_stage = CommitStage::new(store.index().clone(), hub.clone(), &metrics);
+        let commit_stage = CommitStage::new(hub.clone(), &metrics);
         let awake = Awake::new(config.max_awake);
         let core = Arc::new(Core {
             _ticker: EpochTicker::start(&engine),

@@ -5,7 +5,8 @@ use std::path::Path;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::replica::Replica;
+use super::backend::{Backend, Release};
+use super::cluster::ClusterError;
 use super::sandbox::{Sandbox, host_statement};
 use super::wal::Wal;
 use crate::config::{
@@ -108,9 +109,9 @@ pub(crate) struct InstanceDb {
     pub(crate) watch: Watch,
     /// Its write-ahead log, checkpointed outside commits.
     pub(crate) wal: Wal,
-    /// Its link to the cluster, in one (dropped last: after the
+    /// Where its commits go besides the file (dropped last: after the
     /// connection closed).
-    pub(crate) replica: Option<Replica>,
+    pub(crate) backend: Backend,
     /// Set for a replay that must leave nothing behind (a deploy's
     /// check): every commit rolls back instead, and fails.
     pub(crate) dry_run: bool,
@@ -175,7 +176,7 @@ impl InstanceDb {
             sandbox,
             watch,
             wal,
-            replica: None,
+            backend: Backend::Detached,
             dry_run: false,
         })
     }
@@ -271,6 +272,20 @@ impl InstanceDb {
         Ok(())
     }
 
+    /// Runs `commit` (the SQLite commit of the open transaction, with
+    /// whatever must go with it) and releases `release` through the
+    /// database's backend (see `backend.rs`).
+    pub(crate) fn commit_releasing<E>(
+        &self,
+        release: Release,
+        commit: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<rusqlite::Error> + From<ClusterError>,
+    {
+        self.backend.commit(|| self.wal.pages(), release, commit)
+    }
+
     /// In a dry run, rolls the open transaction back and fails: nothing
     /// of it may be kept.
     pub(crate) fn refuse_dry_run(&self) -> rusqlite::Result<()> {
@@ -351,6 +366,32 @@ pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
         conn.set_limit(limit, i32::try_from(value).unwrap_or(i32::MAX))?;
     }
     Ok(())
+}
+
+/// Opens the database at `path` read-only, for a view of an instance
+/// from outside its host (`inspect`): through the host's VFS, with the
+/// limits of guest SQL, and the creation time it records. `None` when it
+/// is no instance: no file, or one whose creation never committed.
+pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Option<(Connection, i64)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    super::heap::install();
+    let conn = Connection::open_with_flags_and_vfs(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        super::INSTANCE_VFS,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    lower_limits(&conn)?;
+    let created_at: Option<i64> = conn
+        .query_row(
+            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    Ok(created_at.map(|created_at| (conn, created_at)))
 }
 
 /// Reads the state value through any connection to an instance database.

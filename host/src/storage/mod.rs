@@ -24,23 +24,40 @@
 //! A host opens instance databases through SQLite's `unix-excl` VFS
 //! ([`INSTANCE_VFS`]): see there.
 
-pub(crate) mod cluster;
-pub(crate) mod functions;
+//! The layers above reach storage through the names this module exports
+//! and through five modules of its own: the host's tables in an instance's
+//! database (`queue`, `workflow`, `schedule`) and the bounds of guest SQL
+//! (`sandbox`, `heap`). Everything else (the index, the cluster, the
+//! replica, the log, the backends of a commit) is private to it.
+
+mod backend;
+mod cluster;
+mod functions;
 pub(crate) mod heap;
-pub(crate) mod host_lock;
-pub(crate) mod index;
-pub(crate) mod instance_db;
-pub(crate) mod layout;
-pub(crate) mod log_file;
-pub(crate) mod marks;
-pub(crate) mod pages;
+mod host_lock;
+mod index;
+mod instance_db;
+mod layout;
+mod log_file;
+mod marks;
+mod pages;
 pub(crate) mod queue;
-pub(crate) mod replica;
+mod replica;
 pub(crate) mod sandbox;
 pub(crate) mod schedule;
-pub(crate) mod store;
-pub(crate) mod wal;
+mod store;
+mod wal;
 pub(crate) mod workflow;
+
+pub(crate) use backend::Release;
+pub(crate) use cluster::{Cluster, ClusterError, Component, DeployRecord, Held, Owner};
+pub(crate) use functions::register as register_functions;
+pub(crate) use host_lock::{Holder, holder};
+pub(crate) use index::Mark;
+pub(crate) use instance_db::{InstanceDb, Savepoint, read_state};
+pub(crate) use log_file::LogFile;
+pub(crate) use marks::{MarkError, Marks};
+pub(crate) use store::{ClaimError, InstanceStore};
 
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
@@ -225,6 +242,17 @@ pub(crate) fn open_dir_creating(path: &Path) -> Result<Dir> {
 /// Path of the database of (`actor`, `key`) under the data directory `root`.
 pub fn instance_path(root: &Path, actor: &str, key: &str) -> PathBuf {
     root.join(layout::instance_file(actor, key))
+}
+
+/// Opens the database of (`actor`, `key`) under the data directory `root`
+/// read-only, with its creation time: a view of an instance from outside
+/// its host (`inspect`). `None` when there is no such instance.
+pub(crate) fn open_read_only(
+    root: &Path,
+    actor: &str,
+    key: &str,
+) -> rusqlite::Result<Option<(rusqlite::Connection, i64)>> {
+    instance_db::open_read_only(&instance_path(root, actor, key))
 }
 
 /// Checks an actor name: 1 to 64 bytes of `[a-z0-9_-]`, starting with a letter or digit.

@@ -28,14 +28,6 @@ pub(crate) struct Replica {
     incarnation: u64,
 }
 
-/// What a commit releases besides its pages: the marks it lowers and, for
-/// the commit that creates the instance, its creation time.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Release {
-    pub(crate) marks: MarkWrites,
-    pub(crate) created: Option<i64>,
-}
-
 impl Replica {
     /// Links `conn`, a new connection to the database at `path`, whose lease
     /// this host holds with the file current.
@@ -90,7 +82,8 @@ impl Replica {
 
     /// Runs `commit` (the local commit of the open transaction), then ships
     /// the pages it wrote, whose log then has `frames()` frames, with
-    /// `release`, and waits for PostgreSQL to take them (off the async
+    /// `marks` (and `created`, for the commit that creates the instance),
+    /// and waits for PostgreSQL to take them (off the async
     /// workers). A transaction that wrote nothing and releases nothing
     /// ships nothing, but is answered only while the lease is valid.
     ///
@@ -99,7 +92,8 @@ impl Replica {
     pub(crate) fn commit<E>(
         &self,
         frames: impl FnOnce() -> u32,
-        release: Release,
+        marks: MarkWrites,
+        created: Option<i64>,
         commit: impl FnOnce() -> Result<(), E>,
     ) -> Result<Result<(), E>, ClusterError> {
         let order = self.slot.order();
@@ -132,7 +126,7 @@ impl Replica {
             }
         };
         let write = if changes.pages.is_empty() {
-            if release.marks.is_empty() {
+            if marks.is_empty() {
                 drop(state);
                 drop(order);
                 // Nothing to ship: a read, answered while the lease holds.
@@ -142,7 +136,7 @@ impl Replica {
                     Err(ClusterError::NotMember)
                 };
             }
-            Write::Marks(release.marks)
+            Write::Marks(marks)
         } else {
             let write = Write::Commit {
                 base: held.version,
@@ -150,8 +144,8 @@ impl Replica {
                 db_pages: changes.db_pages,
                 shrank: changes.db_pages < held.db_pages,
                 pages: changes.pages.into_iter().collect(),
-                created: release.created,
-                marks: release.marks,
+                created,
+                marks,
             };
             held.version += 1;
             held.written_epoch = held.epoch;

@@ -23,6 +23,7 @@ use crate::config::{DB_BUSY_TIMEOUT, Synchronous};
 use crate::deadline::Deadline;
 
 use super::DataDir;
+use super::backend::Backend;
 use super::cluster::shipper::{Shipment, Write};
 use super::cluster::{Acquired, Cluster, ClusterError, Held, Owner};
 use super::index::Index;
@@ -194,7 +195,8 @@ impl InstanceStore {
     }
 
     /// Opens the database of `address` (creating the file if it is new)
-    /// with its size limit and the deadline its statements run under.
+    /// with its size limit and the deadline its statements run under; its
+    /// commits go to this store's backend (`backend.rs`).
     pub(crate) fn open_instance(
         &self,
         address: &Address,
@@ -203,21 +205,27 @@ impl InstanceStore {
     ) -> rusqlite::Result<InstanceDb> {
         let path = self.path(address);
         let mut db = InstanceDb::open(&path, self.synchronous, size_limit, deadline)?;
-        if let Some(cluster) = &self.cluster {
-            let replica = Replica::open(
-                cluster.clone(),
-                cluster.slot(address),
-                self.index.clone(),
-                &db.conn,
-                &path,
-            );
-            db.replica = Some(replica.map_err(|e| {
-                rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-                    Some(e),
-                )
-            })?);
-        }
+        db.backend = match &self.cluster {
+            Some(cluster) => {
+                let replica = Replica::open(
+                    cluster.clone(),
+                    cluster.slot(address),
+                    self.index.clone(),
+                    &db.conn,
+                    &path,
+                );
+                Backend::Cluster(replica.map_err(|e| {
+                    rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                        Some(e),
+                    )
+                })?)
+            }
+            None => Backend::Local {
+                index: self.index.clone(),
+                address: address.clone(),
+            },
+        };
         Ok(db)
     }
 

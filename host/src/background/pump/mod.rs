@@ -166,7 +166,7 @@ impl Run {
         Error::storage(self.actor(), self.key(), e.to_string())
     }
 
-    fn marks_failed(&self, e: crate::storage::marks::MarkError) -> Error {
+    fn marks_failed(&self, e: crate::storage::MarkError) -> Error {
         Error::storage(
             self.actor(),
             self.key(),

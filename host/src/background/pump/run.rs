@@ -13,9 +13,8 @@ use crate::cell::Origin;
 use crate::clock::now_ms;
 use crate::config::MAX_PROCESS_CALLS_PER_INSTANCE;
 use crate::error::Error;
-use crate::storage::index::Mark;
-use crate::storage::marks::MarkError;
 use crate::storage::queue as queue_db;
+use crate::storage::{Mark, MarkError};
 use crate::text::escaped;
 
 /// A pump is kept awake this long when its next event is due soon, rather

@@ -10,7 +10,7 @@ use crate::clock::now_ms;
 use crate::instance::commit::CommitError;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
-use crate::storage::instance_db::Savepoint;
+use crate::storage::Savepoint;
 use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
 
 impl InstanceState {

@@ -28,7 +28,7 @@ use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, StepBatch};
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
-use crate::storage::instance_db::Savepoint;
+use crate::storage::Savepoint;
 use crate::storage::queue::retry_delay;
 use crate::storage::workflow::{
     self as workflow_db, EntryKind, EntryStatus, HistoryEntry, StepRequestRow,

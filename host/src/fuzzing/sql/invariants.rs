@@ -159,7 +159,7 @@ pub(super) fn host_objects() -> &'static Vec<SchemaObject> {
     static OBJECTS: OnceLock<Vec<SchemaObject>> = OnceLock::new();
     OBJECTS.get_or_init(|| {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = crate::storage::instance_db::InstanceDb::open(
+        let db = crate::storage::InstanceDb::open(
             &dir.path().join("host.sqlite"),
             crate::config::Synchronous::Off,
             8 << 20,

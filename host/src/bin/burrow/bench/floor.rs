@@ -149,7 +149,7 @@ impl db::Host for Floor {
 }
 
 /// WAL mode, `synchronous = NORMAL`, a new file switched as Burrow
-/// switches its own (`storage::instance_db::enter_wal`): without a
+/// switches its own (`enter_wal` in `storage/instance_db.rs`): without a
 /// journal, whose syncs an empty file does not need.
 fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)?;
