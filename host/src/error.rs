@@ -311,6 +311,11 @@ pub struct Divergence {
     pub message: String,
 }
 
+/// The guest error code of an operation that succeeded although SQLite
+/// rolled its transaction back by itself after a failed statement (it
+/// does on a full database, for one): nothing of it was kept.
+pub(crate) const TRANSACTION_ROLLED_BACK: &str = "transaction-rolled-back";
+
 impl Error {
     /// `no-such-instance`: (`actor`, `key`) does not exist.
     pub(crate) fn no_such_instance(actor: &str, key: &str) -> Error {
@@ -333,6 +338,21 @@ impl Error {
         Error::Conflict {
             actor: actor.into(),
             key: key.into(),
+        }
+    }
+
+    /// `action-failed` with code [`TRANSACTION_ROLLED_BACK`]: SQLite rolled
+    /// back the transaction of a call to (`actor`, `key`) that itself
+    /// succeeded, after `cause`; nothing of the call was kept.
+    pub(crate) fn transaction_rolled_back(actor: &str, key: &str, cause: &str) -> Error {
+        Error::Failed {
+            actor: actor.into(),
+            key: key.into(),
+            during: "the call".into(),
+            code: TRANSACTION_ROLLED_BACK.into(),
+            message: format!(
+                "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
+            ),
         }
     }
 

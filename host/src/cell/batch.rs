@@ -282,15 +282,7 @@ impl Cell {
         if let Some(cause) = state.transaction_lost.take() {
             let error = match result {
                 Err(e) => e,
-                Ok(_) => Error::Failed {
-                    actor: name.actor.to_string(),
-                    key: name.key.to_string(),
-                    during: "the call".into(),
-                    code: "transaction-rolled-back".into(),
-                    message: format!(
-                        "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
-                    ),
-                },
+                Ok(_) => Error::transaction_rolled_back(&name.actor, &name.key, &cause),
             };
             return Savepointed::TransactionLost(error);
         }

@@ -108,15 +108,11 @@ impl Cell {
         sync_later: bool,
     ) -> Result<(T, Option<Unsynced>), Error> {
         let result = match self.store.data_mut().transaction_lost.take() {
-            Some(cause) if result.is_ok() => Err(Error::Failed {
-                actor: self.name().actor.to_string(),
-                key: self.name().key.to_string(),
-                during: "the call".into(),
-                code: "transaction-rolled-back".into(),
-                message: format!(
-                    "SQLite rolled the call's transaction back after {cause}; nothing of the call was kept"
-                ),
-            }),
+            Some(cause) if result.is_ok() => Err(Error::transaction_rolled_back(
+                &self.name().actor,
+                &self.name().key,
+                &cause,
+            )),
             _ => result,
         };
         if let Some(Start::Created(at)) = self.starting {

@@ -24,6 +24,7 @@ use crate::bindings::workflow::{
 };
 use crate::clock::now_ms;
 use crate::config::{MAX_BATCH_CALLS, MAX_BATCH_TIME, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
+use crate::error::TRANSACTION_ROLLED_BACK;
 use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, StepBatch};
@@ -139,7 +140,7 @@ pub(super) fn end_step(
             Some(cause) => (
                 None,
                 Failure {
-                    code: "transaction-rolled-back".into(),
+                    code: TRANSACTION_ROLLED_BACK.into(),
                     message: format!("SQLite rolled the step's transaction back after {cause}"),
                 },
             ),
