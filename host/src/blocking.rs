@@ -118,6 +118,23 @@ pub(crate) fn on_sync_thread(sync: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Runs `work`, which waits for the disk, on one of the threads kept for
+/// syncs ([`on_sync_thread`]), and waits for it to end without holding the
+/// async worker. Unlike [`off_worker`], no worker thread is handed over:
+/// the threads that took the workers' place each allocated from a malloc
+/// arena of their own, and a host creating instances at its awake limit
+/// (1,000) held 710 MiB instead of 395. If `work` panics, the panic ends
+/// `work` alone.
+pub(crate) async fn wait_on_sync_thread(work: impl FnOnce() + Send + 'static) {
+    let (done, ended) = tokio::sync::oneshot::channel::<()>();
+    on_sync_thread(move || {
+        work();
+        let _ = done.send(());
+    });
+    // Sent, or dropped if `work` panicked: ended either way.
+    let _ = ended.await;
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Barrier, mpsc};
@@ -157,5 +174,24 @@ mod tests {
         });
         let name = ended.recv_timeout(Duration::from_secs(60)).unwrap();
         assert!(name.unwrap().starts_with("burrow-sync-"));
+    }
+
+    /// The waiter goes on once the work has ended there, a panic included.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_task_waits_for_its_work_on_a_sync_thread() {
+        let ran = Arc::new(std::sync::Mutex::new(None));
+        let seen = ran.clone();
+        wait_on_sync_thread(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            *seen.lock().unwrap() = std::thread::current().name().map(str::to_owned);
+        })
+        .await;
+        let name = ran
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the work ended before the wait");
+        assert!(name.starts_with("burrow-sync-"), "{name}");
+        wait_on_sync_thread(|| panic!("closing failed")).await;
     }
 }

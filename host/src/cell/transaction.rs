@@ -18,12 +18,15 @@ impl Cell {
 
     /// Runs the `sleep` hook; the cell is dropped afterwards either way.
     pub(crate) async fn sleep(mut self) {
-        if self.is_broken() {
-            return;
-        }
-        if let Err(e) = self.hook_transaction("sleep").await {
+        if !self.is_broken()
+            && let Err(e) = self.hook_transaction("sleep").await
+        {
             tracing::warn!(error = %escaped(&e), "the sleep hook failed");
         }
+        // Closing the database waits for the disk (SQLite's checkpoint of
+        // the log and its removal, as the last connection closes): not on
+        // a worker that other instances' calls need.
+        crate::blocking::wait_on_sync_thread(move || drop(self)).await;
     }
 
     /// Runs the `destroy` hook before the instance's data is deleted.
