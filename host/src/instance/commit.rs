@@ -9,10 +9,11 @@
 //! are lowered first, so that a crash after the commit finds the work to
 //! resume; in a cluster the commit's pages and marks are shipped to
 //! PostgreSQL before anything of it is released, and a commit that is not
-//! shipped fails); then the events it broadcast are published, and [`Committed`] tells the caller which
-//! wake-ups to release (the runtime core starts a queue pump or a
-//! workflow driver after the operation, with the instance's slot still
-//! held). The caller hears back only after this returns.
+//! shipped fails); then the events it broadcast are published, and
+//! [`Committed`] tells the caller which wake-ups to release (the runtime
+//! core starts a queue pump or a workflow driver after the operation,
+//! with the instance's slot still held). The caller hears back only after
+//! this returns.
 //!
 //! A transaction here may hold several operations (a batch of calls, a
 //! run of queue events: `cell/batch.rs`; a batch of workflow steps:

@@ -23,7 +23,7 @@
 //!
 //! A host opens instance databases through SQLite's `unix-excl` VFS
 //! ([`INSTANCE_VFS`]): see there.
-
+//!
 //! The layers above reach storage through the names this module exports
 //! and through five modules of its own: the host's tables in an instance's
 //! database (`queue`, `workflow`, `schedule`) and the bounds of guest SQL
