@@ -183,26 +183,7 @@ impl InstanceDb {
 
     /// The recorded creation, or `None` for a database that was never created.
     pub(crate) fn created_at(&self) -> rusqlite::Result<Option<i64>> {
-        let created = host_statement(
-            &self.conn,
-            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
-        )
-        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-        .optional();
-        match created {
-            // A database without the internal tables was never created.
-            Err(rusqlite::Error::SqlInputError { ref msg, .. })
-                if msg.starts_with("no such table") =>
-            {
-                Ok(None)
-            }
-            Err(rusqlite::Error::SqliteFailure(_, Some(ref msg)))
-                if msg.starts_with("no such table") =>
-            {
-                Ok(None)
-            }
-            other => other,
-        }
+        created_at(&self.conn)
     }
 
     /// Creates the internal tables, inside the creation's transaction.
@@ -371,7 +352,9 @@ pub(crate) fn lower_limits(conn: &Connection) -> rusqlite::Result<()> {
 /// Opens the database at `path` read-only, for a view of an instance
 /// from outside its host (`inspect`): through the host's VFS, with the
 /// limits of guest SQL, and the creation time it records. `None` when it
-/// is no instance: no file, or one whose creation never committed.
+/// is no instance: no file, or one whose creation never committed. A file
+/// that cannot be read (not a database, locked) is an error, not a
+/// missing instance.
 pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Option<(Connection, i64)>> {
     if !path.exists() {
         return Ok(None);
@@ -384,14 +367,31 @@ pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Option<(Connection
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     lower_limits(&conn)?;
-    let created_at: Option<i64> = conn
-        .query_row(
-            "SELECT created_at FROM main._burrow_instance WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
+    let created_at = created_at(&conn)?;
     Ok(created_at.map(|created_at| (conn, created_at)))
+}
+
+/// The creation recorded in the database of `conn`, or `None` for a
+/// database that was never created.
+fn created_at(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    let created = host_statement(
+        conn,
+        "SELECT created_at FROM main._burrow_instance WHERE id = 1",
+    )
+    .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+    .optional();
+    match created {
+        // A database without the internal tables was never created.
+        Err(rusqlite::Error::SqlInputError { ref msg, .. }) if msg.starts_with("no such table") => {
+            Ok(None)
+        }
+        Err(rusqlite::Error::SqliteFailure(_, Some(ref msg)))
+            if msg.starts_with("no such table") =>
+        {
+            Ok(None)
+        }
+        other => other,
+    }
 }
 
 /// Reads the state value through any connection to an instance database.
@@ -539,5 +539,26 @@ mod tests {
         assert_eq!(db.created_at().unwrap(), None);
         db.record_creation("a", "k", 42).unwrap();
         assert_eq!(db.created_at().unwrap(), Some(42));
+    }
+
+    /// A read-only view finds an instance, no instance (no file, or a
+    /// database never created), or names a file it cannot read.
+    #[test]
+    fn a_read_only_view_tells_a_missing_instance_from_an_unreadable_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.sqlite");
+        assert!(open_read_only(&path).unwrap().is_none());
+        let db =
+            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        assert!(open_read_only(&path).unwrap().is_none(), "never created");
+        db.create_schema().unwrap();
+        db.record_creation("a", "k", 42).unwrap();
+        drop(db);
+        let (_, created_at) = open_read_only(&path).unwrap().expect("an instance");
+        assert_eq!(created_at, 42);
+        let garbage = dir.path().join("g.sqlite");
+        std::fs::write(&garbage, vec![7u8; 8192]).unwrap();
+        let e = open_read_only(&garbage).expect_err("not a database");
+        assert!(e.to_string().contains("not a database"), "{e}");
     }
 }
