@@ -169,17 +169,26 @@ impl Directory {
         self.collect(|s| s.idle_for() >= s.sleep_timeout && s.waiting.load(Ordering::Relaxed) == 0)
     }
 
-    /// Slots other than `except`, least recently used first. Each slot's
-    /// last use is read once: calls that end meanwhile touch their slots,
-    /// and a sort that saw a key change would be inconsistent.
-    pub(crate) fn eviction_candidates(&self, except: &Address) -> Vec<Arc<Slot>> {
-        let mut candidates: Vec<(u64, Arc<Slot>)> = self
-            .collect(|s| s.address != *except)
-            .into_iter()
+    /// The `n` least recently used slots other than `except` (all of them
+    /// if fewer), least recently used first. Each slot's last use is read
+    /// once: calls that end meanwhile touch their slots, and a sort that
+    /// saw a key change would be inconsistent. Only the slots returned are
+    /// cloned: a host at its awake limit looks for one to put to sleep at
+    /// every creation, among a thousand.
+    pub(crate) fn eviction_candidates(&self, except: &Address, n: usize) -> Vec<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap();
+        let mut candidates: Vec<(u64, &Arc<Slot>)> = slots
+            .values()
+            .flat_map(HashMap::values)
+            .filter(|s| s.address != *except)
             .map(|s| (s.last_used(), s))
             .collect();
+        if n < candidates.len() {
+            candidates.select_nth_unstable_by_key(n, |(last_used, _)| *last_used);
+            candidates.truncate(n);
+        }
         candidates.sort_by_key(|(last_used, _)| *last_used);
-        candidates.into_iter().map(|(_, s)| s).collect()
+        candidates.into_iter().map(|(_, s)| s.clone()).collect()
     }
 }
 
@@ -217,9 +226,31 @@ mod tests {
             key: "none".into(),
         };
         for _ in 0..20_000 {
-            assert_eq!(directory.eviction_candidates(&except).len(), 40);
+            assert_eq!(directory.eviction_candidates(&except, usize::MAX).len(), 40);
+            assert_eq!(directory.eviction_candidates(&except, 8).len(), 8);
         }
         stop.store(true, Ordering::Relaxed);
         toucher.join().unwrap();
+    }
+
+    #[test]
+    fn the_least_recently_used_come_first() {
+        let directory = Directory::default();
+        let actor: Arc<str> = "a".into();
+        let slots: Vec<_> = (0..50)
+            .map(|n| directory.slot(&actor, &n.to_string(), Duration::from_secs(1)))
+            .collect();
+        // Last used in an order unlike that of the keys.
+        for (n, slot) in slots.iter().enumerate() {
+            slot.last_used_ms
+                .store((n * 37 % 50) as u64, Ordering::Relaxed);
+        }
+        let except = slots[0].address.clone();
+        let used =
+            |found: Vec<Arc<Slot>>| -> Vec<u64> { found.iter().map(|s| s.last_used()).collect() };
+        assert_eq!(used(directory.eviction_candidates(&except, 3)), [1, 2, 3]);
+        let all = used(directory.eviction_candidates(&except, usize::MAX));
+        assert_eq!(all, (1..50).collect::<Vec<u64>>());
+        assert!(directory.eviction_candidates(&except, 0).is_empty());
     }
 }

@@ -320,31 +320,40 @@ impl Core {
     /// to sleep, and forgets its slot as the reaper does, so that the
     /// directory holds about the awake instances however many come and go.
     /// Whether there was one.
+    ///
+    /// The few least recently used are looked at first; all of them only if
+    /// none of those could sleep (each was busy or had connections).
     async fn put_one_to_sleep(&self, except: &Address) -> bool {
-        for slot in self.directory.eviction_candidates(except) {
-            // An instance with connections stays awake.
-            if self.hub.is_connected(&slot.address) {
-                continue;
+        for few in [FIRST_CANDIDATES, usize::MAX] {
+            for slot in self.directory.eviction_candidates(except, few) {
+                // An instance with connections stays awake.
+                if self.hub.is_connected(&slot.address) {
+                    continue;
+                }
+                let Ok(mut state) = slot.state.try_lock() else {
+                    continue;
+                };
+                if !matches!(*state, SlotState::Awake(_)) {
+                    continue;
+                }
+                // Callers waiting for the slot find it retired and look
+                // the address up again.
+                if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
+                    cell.metrics().evicted(Eviction::Room);
+                    // Its place is given back as the cell is dropped here.
+                    cell.sleep().await;
+                }
+                self.directory.remove(&slot);
+                return true;
             }
-            let Ok(mut state) = slot.state.try_lock() else {
-                continue;
-            };
-            if !matches!(*state, SlotState::Awake(_)) {
-                continue;
-            }
-            // Callers waiting for the slot find it retired and look the
-            // address up again.
-            if let SlotState::Awake(cell) = std::mem::replace(&mut *state, SlotState::Retired) {
-                cell.metrics().evicted(Eviction::Room);
-                // Its place is given back as the cell is dropped here.
-                cell.sleep().await;
-            }
-            self.directory.remove(&slot);
-            return true;
         }
         false
     }
 }
+
+/// How many of the least recently used instances a start at the awake
+/// limit looks at first for one to put to sleep.
+const FIRST_CANDIDATES: usize = 16;
 
 /// How often a start waiting for a place looks again for an instance that
 /// turned idle (a place given back wakes it at once).
