@@ -142,6 +142,12 @@ impl CommitStage {
         }
     }
 
+    /// Whether operations of other instances run beside the caller's
+    /// (which holds an [`Operation`]).
+    pub(crate) fn others_run(&self) -> bool {
+        self.operations.load(Ordering::Relaxed) > 1
+    }
+
     /// Counts an instance's operation while the result lives: commits of
     /// instances that run at the same time leave the async workers.
     pub(crate) fn operation(&self) -> Operation {
@@ -206,7 +212,7 @@ impl CommitStage {
         } = effects;
         // Nothing of a dry run reaches the marks, the cluster or a client.
         db.refuse_dry_run()?;
-        let others_run = self.operations.load(Ordering::Relaxed) > 1;
+        let others_run = self.others_run();
         // In `full` mode the log is synced after SQLite's commit (see
         // `Wal::log`): here, or by the caller while its async worker goes
         // on with other instances' calls, when others run (alone, the
@@ -227,9 +233,10 @@ impl CommitStage {
         let sync_now = log.filter(|_| later.is_none());
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
-        // the disk together. In `normal` mode too, the commit that starts
-        // the log over after a checkpoint syncs (inside SQLite's commit).
-        let syncs = sync_now.is_some() || db.wal.starts_over();
+        // the disk together. In `normal` mode too, the commit that begins
+        // a log (a new instance's, the first since a wake, the first after
+        // a checkpoint that copied the log) syncs inside SQLite's commit.
+        let syncs = sync_now.is_some() || db.wal.begins_log();
         let off_worker = syncs && others_run;
         let commit_and_sync = || -> Result<(), CommitError> {
             db.commit()?;
@@ -255,7 +262,7 @@ impl CommitStage {
         self.commits.fetch_add(1, Ordering::Relaxed);
         // Beside the instance's work only while other instances work too
         // (see `storage/wal.rs`).
-        let beside = self.operations.load(Ordering::Relaxed) > 1;
+        let beside = self.others_run();
         db.wal.checkpoint_if_due(&db.conn, beside);
         let committed = Committed { appended };
         let hub = self.hub.as_ref().filter(|_| !events.is_empty());

@@ -246,8 +246,15 @@ impl Core {
                 unreachable!("the slot was just woken")
             };
             let result = op(cell, &slot).await;
+            // The new instance's directory is synced: while other
+            // instances' operations run, off this worker, so that they go
+            // on and the syncs of creations wait for the disk together.
             if let Some(created_at) = cell.take_created()
-                && let Err(e) = self.store.created(address, created_at)
+                && let Err(e) = if self.commit_stage.others_run() {
+                    crate::blocking::off_worker(|| self.store.created(address, created_at))
+                } else {
+                    self.store.created(address, created_at)
+                }
             {
                 tracing::warn!(actor, key, error = %escaped(format!("{e:#}")), "the new instance is not recorded");
             }

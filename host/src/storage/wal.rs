@@ -15,9 +15,10 @@
 //! goes on meanwhile: a passive checkpoint copies what was committed when
 //! it began, and the log starts over at the first write after a
 //! checkpoint that copied it whole. That write syncs the log's new header
-//! in every synchronous mode, so the commit stage lets the commit that
-//! starts the log over wait for the disk off the async workers
-//! ([`Wal::starts_over`]).
+//! in every synchronous mode, as does the first commit of a connection
+//! (the log is removed when an instance sleeps), so the commit stage lets
+//! a commit that begins a log wait for the disk off the async workers
+//! ([`Wal::begins_log`]).
 //!
 //! Under writes that never pause, no checkpoint may copy the whole log, so
 //! past [`INLINE_CHECKPOINT_PAGES`] the checkpoint runs on the instance
@@ -336,6 +337,17 @@ impl Wal {
         copied != 0 && copied == self.pages()
     }
 
+    /// Whether the next commit that writes begins a log, writing its
+    /// header and syncing it (in every synchronous mode): the commit that
+    /// starts the log over ([`Wal::starts_over`]), and the first commit
+    /// since the connection opened, as the log of an instance is removed
+    /// when its last connection closes (a new instance, or one that slept
+    /// since its last commit). After a crash that first commit may find a
+    /// log left behind and append to it without a sync.
+    pub(crate) fn begins_log(&self) -> bool {
+        self.pages() == 0 || self.starts_over()
+    }
+
     /// After a commit on `conn` (the instance connection, between
     /// transactions). With `beside` (other instances are at work), starts
     /// a checkpoint beside the instance once the log has grown by
@@ -463,6 +475,33 @@ mod tests {
         conn.execute_batch(&format!("CREATE TABLE t (x {column_type})"))
             .unwrap();
         (dir, conn, wal)
+    }
+
+    /// A connection's first commit begins a log, as the commit stage is
+    /// told: a new database has none, and closing the last connection
+    /// removed the log of one that had. The commits after it append.
+    #[test]
+    fn a_connections_first_commit_begins_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.sqlite");
+        let log = dir.path().join("i.sqlite-wal");
+        let log_bytes = || std::fs::metadata(&log).map_or(0, |m| m.len());
+        for round in ["new", "reopened"] {
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+            let wal = Wal::watch(&mut conn, Synchronous::Normal, &path).unwrap();
+            assert!(wal.begins_log(), "{round}");
+            assert_eq!(log_bytes(), 0, "{round}");
+            conn.execute_batch("CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (0)")
+                .unwrap();
+            assert!(log_bytes() > 0, "{round}");
+            assert!(!wal.begins_log(), "{round}");
+            conn.execute("INSERT INTO t VALUES (1)", []).unwrap();
+            assert!(!wal.begins_log(), "{round}");
+            drop(wal);
+            drop(conn);
+            assert!(!log.exists(), "{round}: the log outlived the connection");
+        }
     }
 
     /// The log grows past the mark without a checkpoint inside a commit,
