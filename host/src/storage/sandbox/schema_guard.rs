@@ -8,8 +8,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::Sandbox;
 use super::names::is_internal;
+use super::{Sandbox, host_statement};
 
 /// The savepoint a [`SchemaGuard`] opens around one guest statement.
 const GUARD_SAVEPOINT: &str = "_burrow_schema_guard";
@@ -22,42 +22,12 @@ macro_rules! internal_sql {
     };
 }
 
-/// The row of `sqlite_schema` is a table or view that would shadow a
-/// table-valued function the host's statements use (`json_each(...)`
-/// finds a table of that name first, in `main` or `temp`), or that takes
-/// the name of `dbstat`, a built-in table guest SQL may not read (reads
-/// of that name are refused, the host's reads of the guest's tables
-/// included).
-macro_rules! shadows_function_sql {
-    () => {
-        "(type IN ('table', 'view') AND (lower(name) IN ('json_each', 'json_tree', 'dbstat') \
-         OR lower(substr(name, 1, 7)) = 'pragma_'))"
-    };
-}
-
-/// The host's objects in `main`: every object with an internal name or on
-/// an internal table, with its definition.
-const MAIN_INTERNAL_OBJECTS: &str = concat!(
-    "SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_schema WHERE ",
-    internal_sql!("name"),
-    " OR ",
-    internal_sql!("tbl_name"),
-    " OR ",
-    shadows_function_sql!(),
-    " ORDER BY type, name"
-);
-
-/// Objects in `temp` with an internal name or on an internal table: there
-/// must be none.
-const TEMP_INTERNAL_OBJECTS: &str = concat!(
-    "SELECT type, name, tbl_name, '' FROM temp.sqlite_schema WHERE ",
-    internal_sql!("name"),
-    " OR ",
-    internal_sql!("tbl_name"),
-    " OR ",
-    shadows_function_sql!(),
-    " ORDER BY type, name"
-);
+/// Every object of `main`, read once before and once after the statement
+/// and sorted out in [`Listing::read`]: a schema has few rows, and one
+/// plain scan costs less to prepare than a filtering query per question.
+const MAIN_SCHEMA: &str = "SELECT type, name, tbl_name, sql FROM main.sqlite_schema";
+/// Every object of `temp`, read after the statement.
+const TEMP_SCHEMA: &str = "SELECT type, name, tbl_name, sql FROM temp.sqlite_schema";
 
 /// The parent `$expr` of a guest's foreign key is out of bounds: a host
 /// table, one of SQLite's own (`sqlite_*`), or the shadow table of a
@@ -112,8 +82,89 @@ const HOST_STATISTICS: &str = concat!(
     " LIMIT 1"
 );
 
-/// One row of [`MAIN_INTERNAL_OBJECTS`]: type, name, table, definition.
+/// One object of the host's: type, name, table, definition.
 type SchemaObject = (String, String, String, String);
+
+/// What one read of a schema's rows ([`MAIN_SCHEMA`], [`TEMP_SCHEMA`])
+/// tells the guard.
+#[derive(Default)]
+struct Listing {
+    /// The host's objects: every object with an internal name or on an
+    /// internal table, and every table or view that would shadow a
+    /// table-valued function the host's statements use (`json_each(...)`
+    /// finds a table of that name first, in `main` or `temp`) or takes the
+    /// name of `dbstat`, a built-in table guest SQL may not read. Sorted.
+    host_objects: Vec<SchemaObject>,
+    /// SQLite's own tables that exist: it makes `sqlite_sequence` and the
+    /// statistics tables when they are first needed.
+    sequence: bool,
+    stat1: bool,
+    stat4: bool,
+    /// Whether a guest table's definition has the word `REFERENCES`: a
+    /// table without it has no foreign key, which that keyword alone
+    /// declares.
+    foreign_keys: bool,
+}
+
+impl Listing {
+    fn read(conn: &Connection, sql: &str) -> rusqlite::Result<Listing> {
+        let mut listing = Listing::default();
+        let mut stmt = conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let [kind, name, table, definition] = [0, 1, 2, 3].map(|i| text(row, i));
+            let (kind, name, table, definition) = (kind?, name?, table?, definition?);
+            if is_internal(name) || is_internal(table) || shadows_function(kind, name) {
+                listing.host_objects.push((
+                    kind.into(),
+                    name.into(),
+                    table.into(),
+                    definition.into(),
+                ));
+            } else if kind == "table" {
+                match name {
+                    "sqlite_sequence" => listing.sequence = true,
+                    "sqlite_stat1" => listing.stat1 = true,
+                    "sqlite_stat4" => listing.stat4 = true,
+                    _ => {}
+                }
+                listing.foreign_keys |= contains_ignoring_case(definition, "references");
+            }
+        }
+        listing.host_objects.sort();
+        Ok(listing)
+    }
+}
+
+/// Column `i` of a row of `sqlite_schema` as text (`''` for `NULL`).
+fn text<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<&'r str> {
+    let value = row.get_ref(i)?;
+    let text = value.as_str_or_null().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e))
+    })?;
+    Ok(text.unwrap_or(""))
+}
+
+/// A table or view of this name would shadow a table-valued function the
+/// host's statements use, or take the name of `dbstat`.
+fn shadows_function(kind: &str, name: &str) -> bool {
+    (kind == "table" || kind == "view")
+        && (["json_each", "json_tree", "dbstat"]
+            .iter()
+            .any(|f| name.eq_ignore_ascii_case(f))
+            || name
+                .as_bytes()
+                .get(..7)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"pragma_")))
+}
+
+/// Whether `text` contains `word` (ASCII, lower case) in any case, as
+/// SQLite reads its keywords.
+fn contains_ignoring_case(text: &str, word: &str) -> bool {
+    text.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+}
 
 /// What the guard compares before and after the statement.
 #[derive(Debug, PartialEq)]
@@ -123,31 +174,20 @@ struct HostPart {
     counters: Vec<(String, i64)>,
 }
 
-/// Whether `main` has the table `name` (SQLite makes `sqlite_sequence`
-/// and the statistics tables when they are first needed).
-fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?1")?
-        .exists([name])
-}
-
-fn host_part(conn: &Connection) -> rusqlite::Result<HostPart> {
-    let counters = if has_table(conn, "sqlite_sequence")? {
-        conn.prepare(HOST_COUNTERS)?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?
-    } else {
-        Vec::new()
-    };
-    Ok(HostPart {
-        objects: internal_objects(conn, MAIN_INTERNAL_OBJECTS)?,
-        counters,
-    })
-}
-
-fn internal_objects(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SchemaObject>> {
-    conn.prepare(sql)?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-        .collect()
+impl HostPart {
+    fn read(conn: &Connection, main: Listing) -> rusqlite::Result<HostPart> {
+        let counters = if main.sequence {
+            conn.prepare(HOST_COUNTERS)?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(HostPart {
+            objects: main.host_objects,
+            counters,
+        })
+    }
 }
 
 fn describe((kind, name, table, _): &SchemaObject) -> String {
@@ -185,8 +225,8 @@ impl<'c> SchemaGuard<'c> {
             return Ok(None);
         }
         let before = sandbox.as_host(|| {
-            conn.execute_batch(&format!("SAVEPOINT {GUARD_SAVEPOINT}"))?;
-            host_part(conn)
+            host_statement(conn, &format!("SAVEPOINT {GUARD_SAVEPOINT}"))?.execute([])?;
+            HostPart::read(conn, Listing::read(conn, MAIN_SCHEMA)?)
         });
         let before = match before {
             Ok(before) => before,
@@ -210,9 +250,9 @@ impl<'c> SchemaGuard<'c> {
         let (conn, before) = (self.conn, &self.before);
         let verdict = self.sandbox.as_host(|| violation(conn, before));
         self.sandbox.as_host(|| match verdict {
-            Ok(None) => conn
-                .execute_batch(&format!("RELEASE {GUARD_SAVEPOINT}"))
-                .map(Ok),
+            Ok(None) => host_statement(conn, &format!("RELEASE {GUARD_SAVEPOINT}"))?
+                .execute([])
+                .map(|_| Ok(())),
             Ok(Some(why)) => {
                 undo(conn);
                 Ok(Err(why))
@@ -249,13 +289,19 @@ const HOST_NAMES: &str = "names starting with `_burrow_` belong to the host, and
 
 /// Why the schema after a guest statement is refused, if it is.
 fn violation(conn: &Connection, before: &HostPart) -> rusqlite::Result<Option<String>> {
-    if let Some(object) = internal_objects(conn, TEMP_INTERNAL_OBJECTS)?.first() {
+    let temp = Listing::read(conn, TEMP_SCHEMA)?;
+    if let Some(object) = temp.host_objects.first() {
         return Ok(Some(format!(
             "the statement would make {} in `temp`; {HOST_NAMES}",
             describe(object)
         )));
     }
-    let after = host_part(conn)?;
+    let main = Listing::read(conn, MAIN_SCHEMA)?;
+    let (foreign_keys, statistics) = (
+        main.foreign_keys || temp.foreign_keys,
+        [("sqlite_stat1", main.stat1), ("sqlite_stat4", main.stat4)],
+    );
+    let after = HostPart::read(conn, main)?;
     if after.objects != before.objects {
         let changed = after
             .objects
@@ -274,10 +320,13 @@ fn violation(conn: &Connection, before: &HostPart) -> rusqlite::Result<Option<St
                 .into(),
         ));
     }
-    let foreign_key: Option<(String, String)> = conn
-        .prepare(FOREIGN_KEYS_INTO_INTERNAL)?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let foreign_key: Option<(String, String)> = if foreign_keys {
+        conn.prepare(FOREIGN_KEYS_INTO_INTERNAL)?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+    } else {
+        None
+    };
     if let Some((table, parent)) = foreign_key {
         return Ok(Some(format!(
             "the table `{table}` would have a foreign key into `{parent}`; foreign keys may not \
@@ -285,8 +334,8 @@ fn violation(conn: &Connection, before: &HostPart) -> rusqlite::Result<Option<St
              virtual table"
         )));
     }
-    for statistics in ["sqlite_stat1", "sqlite_stat4"] {
-        if !has_table(conn, statistics)? {
+    for (statistics, exists) in statistics {
+        if !exists {
             continue;
         }
         let named: Option<(String, String)> = conn
@@ -363,6 +412,10 @@ mod tests {
             (
                 "CREATE TABLE g (x); ALTER TABLE g ADD COLUMN y REFERENCES _Burrow_State",
                 "_Burrow_State",
+            ),
+            (
+                "CREATE TABLE h (x, y rEfErEnCeS \"_burrow_state\" (id))",
+                "_burrow_state",
             ),
         ] {
             match batch(&mut state, sql) {
@@ -482,6 +535,44 @@ mod tests {
                 other => panic!("{sql}: {other:?}"),
             }
         }
+    }
+
+    /// One scan of `sqlite_schema` answers what the guard asks: the host's
+    /// objects (by prefix, by table, or by a shadowing name, in any case),
+    /// which of SQLite's own tables exist, and whether any guest table may
+    /// hold a foreign key.
+    #[test]
+    fn one_read_of_the_schema_sorts_out_the_hosts_objects() {
+        use super::{Listing, MAIN_SCHEMA};
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE _BURROW_x (v); CREATE INDEX guest_on_host ON _burrow_x (v);
+             CREATE TABLE Pragma_Table_Info (v); CREATE VIEW JSON_each AS SELECT 1;
+             CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT, v);
+             CREATE INDEX json_tree ON a (v);",
+        )
+        .unwrap();
+        let listing = Listing::read(&conn, MAIN_SCHEMA).unwrap();
+        let names: Vec<&str> = listing
+            .host_objects
+            .iter()
+            .map(|(_, name, _, _)| name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "guest_on_host",
+                "Pragma_Table_Info",
+                "_BURROW_x",
+                "JSON_each"
+            ]
+        );
+        assert!(listing.sequence && !listing.stat1 && !listing.stat4);
+        assert!(!listing.foreign_keys);
+        conn.execute_batch("CREATE TABLE b (x /* a comment */ ReFeReNcEs a); ANALYZE")
+            .unwrap();
+        let listing = Listing::read(&conn, MAIN_SCHEMA).unwrap();
+        assert!(listing.foreign_keys && listing.stat1);
     }
 
     #[test]
