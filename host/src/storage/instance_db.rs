@@ -104,11 +104,14 @@ pub(crate) fn enter_wal(conn: &Connection, synchronous: Synchronous) -> rusqlite
 /// An open instance database with its sandbox and the deadline its
 /// progress handler and the watchdog enforce.
 pub(crate) struct InstanceDb {
+    /// Its write-ahead log, checkpointed outside commits. Dropped first:
+    /// a checkpoint or sync of the log queued on the checkpoint thread
+    /// must find it closed, not find the connection gone and the log with
+    /// it (the last connection to close removes the log).
+    pub(crate) wal: Wal,
     pub(crate) conn: Connection,
     pub(crate) sandbox: Sandbox,
     pub(crate) watch: Watch,
-    /// Its write-ahead log, checkpointed outside commits.
-    pub(crate) wal: Wal,
     /// Where its commits go besides the file (dropped last: after the
     /// connection closed).
     pub(crate) backend: Backend,
