@@ -234,9 +234,10 @@ impl CommitStage {
         // A commit that syncs waits for the disk: not on a worker that
         // other instances' operations need, so that their commits wait for
         // the disk together. In `normal` mode too, the commit that begins
-        // a log (a new instance's, the first since a wake, the first after
-        // a checkpoint that copied the log) syncs inside SQLite's commit.
-        let syncs = sync_now.is_some() || db.wal.begins_log();
+        // a log (a new instance's first write, the first since a wake, the
+        // first after a checkpoint that copied the log) syncs inside
+        // SQLite's commit; a commit that only read does not.
+        let syncs = sync_now.is_some() || db.commit_begins_log();
         let off_worker = syncs && others_run;
         let commit_and_sync = || -> Result<(), CommitError> {
             db.commit()?;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionState};
 
 use super::backend::{Backend, Release};
 use super::cluster::ClusterError;
@@ -250,6 +250,19 @@ impl InstanceDb {
         Ok(())
     }
 
+    /// Whether committing the open transaction begins the instance's log
+    /// (see [`Wal::begins_log`]), and so waits for the disk even in
+    /// `normal` mode. Only a transaction that writes can: one that only
+    /// read leaves the log as it was (an instance that is only read never
+    /// begins one), and its commit need not leave the async worker.
+    pub(crate) fn commit_begins_log(&self) -> bool {
+        let reads_only = matches!(
+            self.conn.transaction_state(Some("main")),
+            Ok(TransactionState::None | TransactionState::Read)
+        );
+        !reads_only && self.wal.begins_log()
+    }
+
     pub(crate) fn commit(&self) -> rusqlite::Result<()> {
         self.refuse_dry_run()?;
         host_statement(&self.conn, "COMMIT TRANSACTION _burrow_transaction")?.execute([])?;
@@ -431,6 +444,32 @@ mod tests {
             assert_eq!((mode.as_str(), sync), ("wal", sqlite_setting));
             assert_eq!(db.wal.log().is_some(), syncs_log);
         }
+    }
+
+    /// A connection's first commit that writes begins a log, and syncs;
+    /// one that only read writes nothing, before or after it.
+    #[test]
+    fn only_a_commit_that_writes_begins_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.sqlite");
+        let db =
+            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        db.create_schema().unwrap();
+        drop(db);
+        let db =
+            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        db.begin().unwrap();
+        db.read_state().unwrap();
+        assert!(!db.commit_begins_log(), "a read begins no log");
+        db.commit().unwrap();
+        db.begin().unwrap();
+        db.write_state(b"v").unwrap();
+        assert!(db.commit_begins_log(), "the first write begins the log");
+        db.commit().unwrap();
+        db.begin().unwrap();
+        db.write_state(b"w").unwrap();
+        assert!(!db.commit_begins_log(), "the next write appends to it");
+        db.rollback();
     }
 
     /// A statement kept in the cache runs as it was prepared, whatever is
