@@ -327,6 +327,17 @@ pub fn workflow_view(root: &Path, actor: &str, key: &str) -> Result<Option<Workf
     read_workflow(&conn).map_err(|e| storage(actor, key, e))
 }
 
+/// The workflow's record alone (no history): `None` if the instance has
+/// no workflow.
+pub fn workflow_record(
+    root: &Path,
+    actor: &str,
+    key: &str,
+) -> Result<Option<WorkflowRecord>, Error> {
+    let (conn, _) = open(root, actor, key)?;
+    workflow_db::record(&conn).map_err(|e| storage(actor, key, e))
+}
+
 fn read_workflow(conn: &Connection) -> rusqlite::Result<Option<WorkflowView>> {
     let Some(record) = workflow_db::record(conn)? else {
         return Ok(None);

@@ -57,6 +57,10 @@ async fn steps_commit_once_and_the_workflow_completes_after_a_restart() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(call(&host, ACTOR, "k", "count", "[]").await, 20);
     assert_eq!(host.workflow(ACTOR, "k").unwrap().record.runs, 1);
+    // The record alone is the view's, without the history.
+    let record = host.workflow_record(ACTOR, "k").unwrap();
+    assert_eq!(record.status, WorkflowStatus::Completed);
+    assert_eq!(record.output, view.record.output);
     host.shutdown().await;
 }
 
@@ -321,6 +325,10 @@ async fn an_actor_without_a_workflow_says_so() {
     call(&host, "counter", "k", "increment", "[1]").await;
     let err = host.workflow("counter", "k").unwrap_err();
     assert_eq!((err.code(), err.http_status()), ("no-workflow", 400));
+    let err = host.workflow_record("counter", "k").unwrap_err();
+    assert_eq!(err.code(), "no-workflow");
+    let err = host.workflow_record("counter", "nobody").unwrap_err();
+    assert_eq!(err.code(), "no-such-instance");
     host.shutdown().await;
 }
 

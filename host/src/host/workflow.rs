@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use crate::inspect::WorkflowView;
+use crate::storage::workflow::WorkflowRecord;
 
 use super::Host;
 
@@ -11,6 +12,15 @@ impl Host {
     pub fn workflow(&self, actor: &str, key: &str) -> Result<WorkflowView, Error> {
         self.core.listed(actor, key)?;
         crate::inspect::workflow_view(self.data_dir(), actor, key)?
+            .ok_or_else(|| Error::NoWorkflow(actor.into()))
+    }
+
+    /// The workflow's record of (`actor`, `key`) alone: its status, output
+    /// and error, without the history [`Host::workflow`] reads. For one
+    /// who waits for a workflow to end.
+    pub fn workflow_record(&self, actor: &str, key: &str) -> Result<WorkflowRecord, Error> {
+        self.core.listed(actor, key)?;
+        crate::inspect::workflow_record(self.data_dir(), actor, key)?
             .ok_or_else(|| Error::NoWorkflow(actor.into()))
     }
 }

@@ -24,13 +24,17 @@ use burrow::workflow::WorkflowStatus;
 pub(super) async fn completed(host: &Host, actor: &str, key: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let view = host.workflow(actor, key)?;
-        match view.record.status {
+        // The record alone, off the async workers that run the instances.
+        let record = {
+            let (host, actor, key) = (host.clone(), actor.to_owned(), key.to_owned());
+            tokio::task::spawn_blocking(move || host.workflow_record(&actor, &key)).await??
+        };
+        match record.status {
             WorkflowStatus::Completed => return Ok(()),
             status if status.is_final() => {
                 bail!(
                     "the workflow of {actor}/{key} ended as {status:?}: {:?}",
-                    view.record.error
+                    record.error
                 )
             }
             _ => {}
