@@ -131,6 +131,12 @@ pub(crate) fn record_requests(
             r.at
         ])?;
     }
+    // A first attempt finds none of its step's before it (an attempt that
+    // did not end rolled its own back), and sends at most the limit.
+    let first_attempt = rows.iter().all(|r| r.attempt <= 1);
+    if first_attempt && rows.len() <= MAX_STEP_REQUESTS {
+        return Ok(());
+    }
     host_statement(
         conn,
         "DELETE FROM main._burrow_workflow_requests WHERE location = ?1 AND seq NOT IN
