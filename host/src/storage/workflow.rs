@@ -15,7 +15,7 @@
 //! entry of the attempt that sent them, the last [`MAX_STEP_REQUESTS`]
 //! per step: the inspector's timeline shows them.
 
-use super::sandbox::host_statement;
+use super::sandbox::{has_host_table, host_statement};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
@@ -110,7 +110,9 @@ pub(crate) fn record_requests(
     if rows.is_empty() {
         return Ok(());
     }
-    if !has_requests(conn)? {
+    // Looked up without a statement, after every step that sent one: if
+    // the answer were stale, the table's `IF NOT EXISTS` would find it.
+    if !has_host_table(conn, "_burrow_workflow_requests")? {
         conn.execute_batch(REQUESTS_SCHEMA)?;
     }
     let mut insert = host_statement(

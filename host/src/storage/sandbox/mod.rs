@@ -130,6 +130,21 @@ impl Sandbox {
     }
 }
 
+/// Whether the host's table `name` exists in `main`, as far as `conn`
+/// knows: SQLite looks it up in the schema the connection holds in memory
+/// (no statement runs, unlike a read of `sqlite_schema`). That is exact on
+/// the connection that makes the table, in and out of its transactions; a
+/// table another connection made shows only once `conn` has read the
+/// database since. For a check whose "no" costs only a `CREATE TABLE IF
+/// NOT EXISTS`.
+pub(crate) fn has_host_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    debug_assert!(
+        name.starts_with(INTERNAL_PREFIX),
+        "{name} is not a host table"
+    );
+    conn.table_exists(Some("main"), name)
+}
+
 /// Prepares one of the host's own statements through the connection's
 /// cache, so that the host does not parse its SQL again on every call.
 ///
@@ -194,6 +209,43 @@ mod tests {
         let sandbox = Sandbox::default();
         sandbox.install(&mut conn).unwrap();
         (conn, sandbox)
+    }
+
+    /// `has_host_table` follows the connection's own transactions; a
+    /// table another connection made shows once it has read the database.
+    #[test]
+    fn a_host_table_exists_as_the_schema_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let open = || {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+            conn
+        };
+        let (conn, other) = (open(), open());
+        assert!(!has_host_table(&conn, "_burrow_probe").unwrap());
+        conn.execute_batch("BEGIN; CREATE TABLE _burrow_probe (v);")
+            .unwrap();
+        assert!(has_host_table(&conn, "_burrow_probe").unwrap());
+        conn.execute_batch("ROLLBACK").unwrap();
+        assert!(!has_host_table(&conn, "_burrow_probe").unwrap());
+        // Not a view, nor another database's table.
+        conn.execute_batch(
+            "CREATE VIEW _burrow_view AS SELECT 1; CREATE TEMP TABLE _burrow_temp (v);",
+        )
+        .unwrap();
+        assert!(!has_host_table(&conn, "_burrow_view").unwrap());
+        assert!(!has_host_table(&conn, "_burrow_temp").unwrap());
+
+        assert!(!has_host_table(&other, "_burrow_probe").unwrap());
+        conn.execute_batch("CREATE TABLE _burrow_probe (v)")
+            .unwrap();
+        other.execute_batch("SELECT 1").unwrap();
+        assert!(!has_host_table(&other, "_burrow_probe").unwrap());
+        other
+            .query_row("SELECT count(*) FROM main.sqlite_schema", [], |_| Ok(()))
+            .unwrap();
+        assert!(has_host_table(&other, "_burrow_probe").unwrap());
     }
 
     #[test]
