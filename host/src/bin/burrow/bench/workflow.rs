@@ -28,7 +28,8 @@ pub(super) async fn completed(host: &Host, actor: &str, key: &str) -> Result<()>
         // The record alone, off the async workers that run the instances.
         let record = {
             let (host, actor, key) = (host.clone(), actor.to_owned(), key.to_owned());
-            tokio::task::spawn_blocking(move || host.workflow_record(&actor, &key)).await??
+            let read = move || anyhow::Ok(host.workflow_record(&actor, &key)?);
+            tokio::task::spawn_blocking(read).await??
         };
         match record.status {
             WorkflowStatus::Completed => return Ok(()),
