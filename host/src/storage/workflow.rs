@@ -110,8 +110,8 @@ pub(crate) fn record_requests(
     if rows.is_empty() {
         return Ok(());
     }
-    // Looked up without a statement, after every step that sent one: if
-    // the answer were stale, the table's `IF NOT EXISTS` would find it.
+    // Looked up without a statement, as it runs after every step that
+    // sent a request: a stale "no" meets the table's `IF NOT EXISTS`.
     if !has_host_table(conn, "_burrow_workflow_requests")? {
         conn.execute_batch(REQUESTS_SCHEMA)?;
     }
