@@ -421,6 +421,11 @@ pub(crate) fn read_state(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>>
 mod tests {
     use super::*;
 
+    /// The instance database at `path` in `normal` mode, with no deadline.
+    fn open_normal(path: &Path) -> InstanceDb {
+        InstanceDb::open(path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap()
+    }
+
     /// `full` is SQLite's `normal` plus a sync of the log per commit,
     /// which the commit stage makes on the log's handle.
     #[test]
@@ -452,12 +457,10 @@ mod tests {
     fn only_a_commit_that_writes_begins_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sqlite");
-        let db =
-            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        let db = open_normal(&path);
         db.create_schema().unwrap();
         drop(db);
-        let db =
-            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        let db = open_normal(&path);
         db.begin().unwrap();
         db.read_state().unwrap();
         assert!(!db.commit_begins_log(), "a read begins no log");
@@ -482,8 +485,7 @@ mod tests {
         use rusqlite::StatementStatus;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sqlite");
-        let db =
-            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        let db = open_normal(&path);
         db.conn
             .execute_batch("CREATE TABLE _burrow_t (x INTEGER PRIMARY KEY)")
             .unwrap();
@@ -590,8 +592,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sqlite");
         assert!(open_read_only(&path).unwrap().is_none());
-        let db =
-            InstanceDb::open(&path, Synchronous::Normal, 1 << 30, Deadline::default()).unwrap();
+        let db = open_normal(&path);
         assert!(open_read_only(&path).unwrap().is_none(), "never created");
         db.create_schema().unwrap();
         db.record_creation("a", "k", 42).unwrap();
