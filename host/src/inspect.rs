@@ -18,13 +18,11 @@ use serde::Serialize;
 use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::storage::heap::{self, Refused};
-use crate::storage::queue as queue_db;
-use crate::storage::queue::{DeadLetter, QueuePolicy, QueuedEvent};
-use crate::storage::sandbox::{Sandbox, is_internal};
-use crate::storage::schedule as schedule_db;
-use crate::storage::workflow::{self as workflow_db, HistoryEntry, WorkflowRecord};
-use crate::storage::{read_state, validate_actor_name, validate_key};
+use crate::storage::{
+    DeadLetter, HeapRefused, HistoryEntry, HostTables, QueuePolicy, QueuedEvent, Sandbox,
+    WorkflowRecord, bounded_heap, is_internal, read_state, uncounted_heap, validate_actor_name,
+    validate_key,
+};
 use crate::watchdog::Watch;
 
 /// Rows shown per table.
@@ -65,8 +63,8 @@ pub struct WorkflowView {
     pub history_len: i64,
     /// The outgoing HTTP requests of the steps among `history`, by the
     /// step's location, in the order they were sent (each step's last
-    /// [`MAX_STEP_REQUESTS`](crate::storage::workflow::MAX_STEP_REQUESTS)).
-    pub requests: std::collections::BTreeMap<String, Vec<workflow_db::StepRequestRow>>,
+    /// [`MAX_STEP_REQUESTS`](crate::storage::MAX_STEP_REQUESTS)).
+    pub requests: std::collections::BTreeMap<String, Vec<crate::storage::StepRequestRow>>,
 }
 
 /// An instance's queue: its policy, the first pending events and the dead
@@ -265,8 +263,10 @@ pub fn table_page(
 pub fn schedules(root: &Path, actor: &str, key: &str) -> Result<ScheduleView, Error> {
     let (conn, _) = open(root, actor, key)?;
     let storage = |e: rusqlite::Error| storage(actor, key, e);
-    let count = schedule_db::count(&conn).map_err(storage)?;
-    let schedules = schedule_db::first(&conn, INSPECT_ROWS)
+    let count = conn.schedules().count().map_err(storage)?;
+    let schedules = conn
+        .schedules()
+        .first(INSPECT_ROWS)
         .map_err(storage)?
         .into_iter()
         .map(|s| ScheduleEntry {
@@ -307,15 +307,15 @@ pub fn queue_view(root: &Path, actor: &str, key: &str) -> Result<Option<QueueVie
 }
 
 fn read_queue(conn: &Connection) -> rusqlite::Result<Option<QueueView>> {
-    let policy = queue_db::policy(conn)?;
-    if policy.is_none() && workflow_db::record(conn)?.is_none() {
+    let policy = conn.queue().policy()?;
+    if policy.is_none() && conn.workflow().record()?.is_none() {
         return Ok(None);
     }
     Ok(Some(QueueView {
         policy,
-        pending_count: queue_db::pending_count(conn)?,
-        pending: queue_db::pending(conn, INSPECT_ROWS)?,
-        dead_letters: queue_db::dead_letters(conn, INSPECT_ROWS)?,
+        pending_count: conn.queue().pending_count()?,
+        pending: conn.queue().pending(INSPECT_ROWS)?,
+        dead_letters: conn.queue().dead_letters(INSPECT_ROWS)?,
         error: None,
     }))
 }
@@ -335,18 +335,18 @@ pub fn workflow_record(
     key: &str,
 ) -> Result<Option<WorkflowRecord>, Error> {
     let (conn, _) = open(root, actor, key)?;
-    workflow_db::record(&conn).map_err(|e| storage(actor, key, e))
+    conn.workflow().record().map_err(|e| storage(actor, key, e))
 }
 
 fn read_workflow(conn: &Connection) -> rusqlite::Result<Option<WorkflowView>> {
-    let Some(record) = workflow_db::record(conn)? else {
+    let Some(record) = conn.workflow().record()? else {
         return Ok(None);
     };
     Ok(Some(WorkflowView {
         record,
-        history: workflow_db::history(conn, INSPECT_ROWS)?,
-        history_len: workflow_db::history_len(conn)?,
-        requests: workflow_db::requests(conn, INSPECT_ROWS)?,
+        history: conn.workflow().history(INSPECT_ROWS)?,
+        history_len: conn.workflow().history_len()?,
+        requests: conn.workflow().requests(INSPECT_ROWS)?,
     }))
 }
 
@@ -372,7 +372,7 @@ struct GuestTables {
 
 /// Why reading a table failed.
 enum DumpFailure {
-    Sqlite(rusqlite::Error, Option<Refused>),
+    Sqlite(rusqlite::Error, Option<HeapRefused>),
     TooLarge,
 }
 
@@ -387,11 +387,11 @@ impl DumpFailure {
             DumpFailure::TooLarge => limit(format!(
                 "the tables' values shown exceed {MAX_INSPECT_BYTES} bytes"
             )),
-            DumpFailure::Sqlite(_, Some(Refused::Memory)) => limit(format!(
+            DumpFailure::Sqlite(_, Some(HeapRefused::Memory)) => limit(format!(
                 "a statement needed more than {MAX_STATEMENT_MEMORY} bytes of SQLite's heap"
             )),
             DumpFailure::Sqlite(e, refused)
-                if refused == Some(Refused::Deadline)
+                if refused == Some(HeapRefused::Deadline)
                     || e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) =>
             {
                 Error::Timeout {
@@ -441,7 +441,7 @@ impl GuestTables {
     ) -> Result<TablePage, DumpFailure> {
         let _guest = self.sandbox.enter_guest();
         let _running = self.watch.running();
-        let (dump, refused) = heap::bounded(MAX_STATEMENT_MEMORY, &self.deadline, || {
+        let (dump, refused) = bounded_heap(MAX_STATEMENT_MEMORY, &self.deadline, || {
             dump_table(conn, name, offset, limit, budget)
         });
         dump.map_err(|failure| match failure {
@@ -470,7 +470,7 @@ fn dump_table(
             "SELECT * FROM main.{quoted} LIMIT {limit} OFFSET {offset}"
         ))
         .map_err(sqlite)?;
-    let columns: Vec<String> = heap::uncounted(|| stmt.column_names().map(String::from).collect());
+    let columns: Vec<String> = uncounted_heap(|| stmt.column_names().map(String::from).collect());
     let width = columns.len();
     let mut rows = Vec::new();
     let mut cursor = stmt.raw_query();
@@ -479,7 +479,7 @@ fn dump_table(
         for i in 0..width {
             // As for guest SQL: a zeroblob is expanded here, bounded by
             // the length limit, and counted before it is copied.
-            let value = heap::uncounted(|| row.get_ref(i)).map_err(sqlite)?;
+            let value = uncounted_heap(|| row.get_ref(i)).map_err(sqlite)?;
             let size = match value {
                 ValueRef::Text(t) => t.len(),
                 ValueRef::Blob(b) => b.len(),

@@ -1,6 +1,6 @@
 //! Workflow drivers: each instance's workflow runs until it completes,
 //! replayed from the start after every wait, wake or restart. The imports
-//! are in `capability::workflow`, the tables in `storage::workflow`, one
+//! are in `capability::workflow`, the tables in `storage` (`HostTables`), one
 //! run in `Cell::run_workflow`.
 
 use std::collections::HashSet;

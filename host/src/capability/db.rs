@@ -15,9 +15,9 @@ use crate::config::{
 };
 use crate::deadline::{Deadline, DeadlineExceeded};
 use crate::instance::{ConflictTrap, InstanceState, is_busy};
-use crate::storage::InstanceDb;
-use crate::storage::heap::{self, Refused};
-use crate::storage::sandbox::{Sandbox, SchemaGuard, refuse_statement};
+use crate::storage::{
+    HeapRefused, InstanceDb, Sandbox, SchemaGuard, bounded_heap, refuse_statement, uncounted_heap,
+};
 
 impl Host for InstanceState {
     fn execute(
@@ -102,8 +102,8 @@ fn bounded<T>(
 ) -> Result<T, Failure> {
     // Dropped after `run` has reset its statements.
     let _running = db.watch.running();
-    match heap::bounded(MAX_STATEMENT_MEMORY, deadline, run) {
-        (Err(Failure::Sqlite(..)), Some(Refused::Memory)) => {
+    match bounded_heap(MAX_STATEMENT_MEMORY, deadline, run) {
+        (Err(Failure::Sqlite(..)), Some(HeapRefused::Memory)) => {
             Err(Failure::Guest(DbError::LimitExceeded(format!(
                 "memory of one statement: it needed more than {MAX_STATEMENT_MEMORY} bytes \
                  of SQLite's heap"
@@ -244,7 +244,7 @@ fn execute(
         };
         bound.map_err(sqlite)?;
     }
-    let columns: Vec<String> = heap::uncounted(|| stmt.column_names().map(String::from).collect());
+    let columns: Vec<String> = uncounted_heap(|| stmt.column_names().map(String::from).collect());
     let width = columns.len();
     let mut rows = Vec::new();
     let mut bytes = 0usize;
@@ -261,7 +261,7 @@ fn execute(
             // Reading a value may expand a zeroblob, which rusqlite cannot
             // fail: it is left out of the statement's account, and bounded
             // by SQLite's length limit and the check below.
-            let value = heap::uncounted(|| row.get_ref(i)).map_err(sqlite)?;
+            let value = uncounted_heap(|| row.get_ref(i)).map_err(sqlite)?;
             let size = 8 + match value {
                 ValueRef::Text(t) => t.len(),
                 ValueRef::Blob(b) => b.len(),

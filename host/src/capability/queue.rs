@@ -5,8 +5,7 @@ use crate::bindings::queue::{AppendOptions, Host, QueueError};
 use crate::clock::now_ms;
 use crate::config::MAX_EVENT_NAME_BYTES;
 use crate::instance::{InstanceState, QueueLimits, storage_trap};
-use crate::storage::queue::NewEvent;
-use crate::storage::queue::{AppendError, append};
+use crate::storage::{AppendError, HostTables, NewEvent};
 
 impl Host for InstanceState {
     fn append(
@@ -37,12 +36,12 @@ impl Host for InstanceState {
             Err(BadEvent::TooLarge(limit)) => return Ok(Err(QueueError::TooLarge(limit as u64))),
             Err(BadEvent::Invalid(why)) => return Ok(Err(QueueError::Invalid(why))),
         }
-        match append(
-            &self.db.conn,
-            &event,
-            now_ms(),
-            self.queue_limits.max_pending,
-        ) {
+        match self
+            .db
+            .conn
+            .queue()
+            .append(&event, now_ms(), self.queue_limits.max_pending)
+        {
             Ok(id) => {
                 self.effects.appended = true;
                 Ok(Ok(id as u64))

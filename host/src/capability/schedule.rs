@@ -8,7 +8,7 @@ use crate::config::{
     MAX_ARGS_BYTES, MAX_EVENT_NAME_BYTES, MAX_PENDING_SCHEDULES, MIN_SCHEDULE_INTERVAL_MS,
 };
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::schedule::{self as schedule_db, AddError};
+use crate::storage::{AddScheduleError, HostTables};
 
 /// Checks the action and the arguments of a schedule.
 fn check(action: &str, args: &str) -> Result<(), String> {
@@ -46,8 +46,7 @@ impl InstanceState {
         if let Err(why) = check(&action, &args) {
             return Ok(Err(ScheduleError::Invalid(format!("{call}: {why}"))));
         }
-        let added = schedule_db::add(
-            &self.db.conn,
+        let added = self.db.conn.schedules().add(
             &action,
             &args,
             due_at,
@@ -61,8 +60,8 @@ impl InstanceState {
                     Some(self.effects.scheduled.map_or(due_at, |at| at.min(due_at)));
                 Ok(Ok(id as u64))
             }
-            Err(AddError::Full(limit)) => Ok(Err(ScheduleError::Full(limit))),
-            Err(AddError::Sqlite(e)) => {
+            Err(AddScheduleError::Full(limit)) => Ok(Err(ScheduleError::Full(limit))),
+            Err(AddScheduleError::Sqlite(e)) => {
                 let error = storage_trap(e);
                 self.check_transaction(call)?;
                 Err(error)
@@ -118,7 +117,7 @@ impl Host for InstanceState {
         if let Err(why) = self.check_mode("schedule.pending") {
             return Ok(Err(why.into()));
         }
-        let pending = schedule_db::pending(&self.db.conn).map_err(storage_trap)?;
+        let pending = self.db.conn.schedules().pending().map_err(storage_trap)?;
         Ok(Ok(pending
             .into_iter()
             .map(|s| Scheduled {
@@ -138,7 +137,7 @@ impl Host for InstanceState {
         let Ok(id) = i64::try_from(id) else {
             return Ok(Ok(false));
         };
-        match schedule_db::delete(&self.db.conn, id) {
+        match self.db.conn.schedules().delete(id) {
             Ok(deleted) => Ok(Ok(deleted)),
             Err(e) => {
                 let error = storage_trap(e);

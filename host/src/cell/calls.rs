@@ -15,8 +15,7 @@ use crate::deadline::DeadlineExceeded;
 use crate::error::Error;
 use crate::instance::output::failure_text;
 use crate::instance::{ConflictTrap, InstanceState, Mode};
-use crate::storage::Mark;
-use crate::storage::schedule as schedule_db;
+use crate::storage::{HostTables, Mark};
 use crate::text::escaped;
 
 use super::{Cell, storage_error};
@@ -53,7 +52,11 @@ impl Cell {
         }
         let mut ran = 0;
         while ran < limit && !self.is_broken() {
-            let due = schedule_db::next_due(&self.db().conn, now_ms())
+            let due = self
+                .db()
+                .conn
+                .schedules()
+                .next_due(now_ms())
                 .map_err(|e| self.storage_error(e))?;
             let Some(schedule) = due else { break };
             ran += 1;
@@ -63,7 +66,11 @@ impl Cell {
                 .await
                 .map(drop);
             if result.is_ok() {
-                result = schedule_db::done(&self.db().conn, &schedule, now_ms())
+                result = self
+                    .db()
+                    .conn
+                    .schedules()
+                    .done(&schedule, now_ms())
                     .map_err(|e| self.storage_error(e));
             }
             match self.finish(result) {
@@ -81,7 +88,7 @@ impl Cell {
                         "a scheduled action failed; it is not run again (a recurring one runs at its next time)"
                     );
                     let now = now_ms();
-                    self.host_transaction(|db| schedule_db::done(&db.conn, &schedule, now))?;
+                    self.host_transaction(|db| db.conn.schedules().done(&schedule, now))?;
                 }
             }
         }
@@ -90,7 +97,7 @@ impl Cell {
         let mark = self
             .marks
             .set_mark_from(Mark::Schedule, &name.actor, &name.key, || {
-                schedule_db::earliest(conn)
+                conn.schedules().earliest()
             })
             .map_err(|e| Error::storage(&name.actor, &name.key, e.to_string()))?
             .map_err(|e| storage_error(&name, e))?;

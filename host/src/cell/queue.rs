@@ -9,8 +9,10 @@ use crate::config::MAX_RESULT_BYTES;
 use crate::error::Error;
 use crate::instance::Mode;
 use crate::instance::output::failure_text;
-use crate::storage::queue::{self as queue_db, AfterFailure, AppendError};
-use crate::storage::queue::{NewEvent, QueueMode, QueuePolicy, QueuedEvent, retry_delay};
+use crate::storage::{
+    AfterFailure, AppendError, HostTables, NewEvent, QueueMode, QueuePolicy, QueuedEvent,
+    retry_delay,
+};
 
 use std::time::Instant;
 
@@ -28,7 +30,12 @@ impl Cell {
             self.store.data_mut().has_queue = false;
             return Ok(());
         }
-        let recorded = queue_db::policy(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let recorded = self
+            .db()
+            .conn
+            .queue()
+            .policy()
+            .map_err(|e| self.storage_error(e))?;
         let policy = match recorded {
             Some(policy) => Some(policy),
             None => {
@@ -63,7 +70,10 @@ impl Cell {
                                     .into(),
                             ));
                         }
-                        queue_db::record_policy(&self.db().conn, &policy)
+                        self.db()
+                            .conn
+                            .queue()
+                            .record_policy(&policy)
                             .map_err(|e| self.storage_error(e))?;
                         Some(policy)
                     }
@@ -94,7 +104,7 @@ impl Cell {
             return Err(Error::NoQueue(self.name().actor.to_string()));
         }
         let limit = self.store.data().queue_limits.max_pending;
-        match queue_db::append(&self.db().conn, event, now_ms(), limit) {
+        match self.db().conn.queue().append(event, now_ms(), limit) {
             Ok(id) => {
                 self.store.data_mut().effects.appended = true;
                 Ok(id)
@@ -111,7 +121,12 @@ impl Cell {
     /// Moves dead letter `id` back into the queue.
     pub(crate) fn requeue(&mut self, id: i64) -> Result<bool, Error> {
         self.begin()?;
-        let result = queue_db::requeue(&self.db().conn, id).map_err(|e| self.storage_error(e));
+        let result = self
+            .db()
+            .conn
+            .queue()
+            .requeue(id)
+            .map_err(|e| self.storage_error(e));
         if let Ok(true) = result {
             self.store.data_mut().effects.appended = true;
         }
@@ -216,8 +231,12 @@ impl Cell {
             Ok(result) => result,
             Err(Failure { code, message }) => return Err(self.failed(&during, &code, message)),
         };
-        let deleted =
-            queue_db::delete(&self.db().conn, event.id).map_err(|e| self.storage_error(e))?;
+        let deleted = self
+            .db()
+            .conn
+            .queue()
+            .delete(event.id)
+            .map_err(|e| self.storage_error(e))?;
         if !deleted {
             // Processed (or destroyed) meanwhile by another runner: this
             // processing is rolled back whole.
@@ -261,9 +280,11 @@ impl Cell {
         let max_attempts = options.queue_max_attempts;
         let error = failure_text(error);
         self.host_transaction(|db| {
-            queue_db::record_failure(&db.conn, id, &error, now, max_attempts, |failed| {
-                now + retry_delay(base, cap, failed).as_millis() as i64
-            })
+            db.conn
+                .queue()
+                .record_failure(id, &error, now, max_attempts, |failed| {
+                    now + retry_delay(base, cap, failed).as_millis() as i64
+                })
         })
     }
 }

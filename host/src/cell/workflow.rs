@@ -11,8 +11,7 @@ use crate::instance::Mode;
 use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::RunState;
-use crate::storage::queue::{self as queue_db};
-use crate::storage::workflow::{self as workflow_db, WorkflowStatus};
+use crate::storage::{HostTables, WorkflowStatus};
 
 use super::{Cell, storage_error};
 
@@ -20,11 +19,10 @@ impl Cell {
     /// At a wake: notes whether the instance has a workflow (its queue then
     /// feeds the workflow's queue waits).
     pub(super) fn note_workflow(&mut self) -> rusqlite::Result<()> {
-        if self.exports.runner.is_none() || !crate::storage::workflow::has_schema(&self.db().conn)?
-        {
+        if self.exports.runner.is_none() || !self.db().conn.workflow().has_schema()? {
             return Ok(());
         }
-        let has_queue = queue_db::has_schema(&self.db().conn)?;
+        let has_queue = self.db().conn.queue().has_schema()?;
         let state = self.store.data_mut();
         state.is_workflow = true;
         state.has_queue |= has_queue;
@@ -64,7 +62,11 @@ impl Cell {
         self.db().ensure_queue_schema().map_err(storage)?;
         self.store.data_mut().has_queue = true;
         self.store.data_mut().is_workflow = true;
-        workflow_db::start(&self.db().conn, input, now).map_err(storage)?;
+        self.db()
+            .conn
+            .workflow()
+            .start(input, now)
+            .map_err(storage)?;
         // The commit that creates the instance sets its workflow mark.
         self.store.data_mut().effects.workflow_started = Some(now);
         self.workflow_started = true;
@@ -86,7 +88,12 @@ impl Cell {
         if self.exports.runner.is_none() {
             return Ok(RunEnd::Finished);
         }
-        let record = workflow_db::record(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let record = self
+            .db()
+            .conn
+            .workflow()
+            .record()
+            .map_err(|e| self.storage_error(e))?;
         let Some(record) = record else {
             return Ok(RunEnd::Finished);
         };
@@ -218,14 +225,9 @@ impl Cell {
             },
         };
         self.host_transaction(|db| {
-            workflow_db::set_status(
-                &db.conn,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-                wait,
-                now,
-            )
+            db.conn
+                .workflow()
+                .set_status(status, output.as_deref(), error.as_deref(), wait, now)
         })?;
         let key = &self.name().key;
         if status.is_final() {
@@ -248,7 +250,12 @@ impl Cell {
         if self.exports.runner.is_none() {
             return Ok(None);
         }
-        let record = workflow_db::record(&self.db().conn).map_err(|e| self.storage_error(e))?;
+        let record = self
+            .db()
+            .conn
+            .workflow()
+            .record()
+            .map_err(|e| self.storage_error(e))?;
         let Some(record) = record.filter(|r| !r.status.is_final()) else {
             return Ok(None);
         };

@@ -14,7 +14,7 @@ use crate::config::Synchronous;
 use crate::deadline::Deadline;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, QueueLimits};
-use crate::storage::InstanceDb;
+use crate::storage::{HostTables, InstanceDb};
 
 /// The store state of one instance over a fresh database, driven by
 /// [`ImportCall`]s as a guest would.
@@ -37,7 +37,7 @@ impl ImportSession {
         db.create_schema().expect("internal tables");
         db.ensure_queue_schema().expect("queue tables");
         db.ensure_workflow_schema().expect("workflow tables");
-        crate::storage::workflow::start(&db.conn, "null", 1).expect("a workflow");
+        db.conn.workflow().start("null", 1).expect("a workflow");
         db.record_creation("fuzz", "key", 1).expect("creation");
         let name = Address {
             actor: "fuzz".into(),
@@ -209,8 +209,10 @@ impl ImportSession {
         assert!(pending <= 64, "the queue grew past its limit: {pending}");
         // Schedules stay readable and within their limit; a transaction's
         // broadcasts stay within theirs.
-        let schedules =
-            crate::storage::schedule::pending(conn).expect("the schedules are readable");
+        let schedules = conn
+            .schedules()
+            .pending()
+            .expect("the schedules are readable");
         assert!(schedules.len() as u64 <= crate::config::MAX_PENDING_SCHEDULES);
         for schedule in &schedules {
             let args: serde_json::Value =
@@ -227,8 +229,10 @@ impl ImportSession {
         assert!(self.state.effects.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
         // The workflow's history stays readable, and every location is a
         // position, or positions inside loops and joins.
-        let history =
-            crate::storage::workflow::history(conn, 10_000).expect("the history is readable");
+        let history = conn
+            .workflow()
+            .history(10_000)
+            .expect("the history is readable");
         for entry in history {
             let parts: Vec<&str> = entry.location.split('/').collect();
             assert!(

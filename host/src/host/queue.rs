@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::inspect::{self, QueueView};
 use crate::instance::QueueLimits;
 use crate::runtime::ConflictRetry;
-use crate::storage::queue::NewEvent;
+use crate::storage::{HostTables, NewEvent};
 
 use super::Host;
 use super::route::Hop;
@@ -177,7 +177,7 @@ impl Host {
         let found = ConflictRetry::run(self.core.call_timeout(actor), || {
             self.core
                 .with_cell(actor, key, Origin::MustExist, async |cell| {
-                    cell.host_transaction(|db| crate::storage::queue::discard(&db.conn, id))
+                    cell.host_transaction(|db| db.conn.queue().discard(id))
                 })
         })
         .await?;

@@ -2,7 +2,7 @@
 
 use crate::error::Error;
 use crate::inspect::WorkflowView;
-use crate::storage::workflow::WorkflowRecord;
+use crate::storage::WorkflowRecord;
 
 use super::Host;
 

@@ -38,8 +38,7 @@ use crate::cell::Origin;
 use crate::definition::{self, ActorDefinition};
 use crate::error::{Divergence, Error};
 use crate::manifest::ActorSpec;
-use crate::storage::workflow::{self as workflow_db};
-use crate::storage::{Cluster, ClusterError, Component, DeployRecord};
+use crate::storage::{Cluster, ClusterError, Component, DeployRecord, HostTables};
 
 /// How often a member of a cluster looks for deploys made through other
 /// hosts.
@@ -581,10 +580,10 @@ impl Core {
         let storage =
             |e: rusqlite::Error| Error::storage(&address.actor, &address.key, e.to_string());
         let conn = self.store.open_reader(address).map_err(storage)?;
-        if !workflow_db::has_schema(&conn).map_err(storage)? {
+        if !conn.workflow().has_schema().map_err(storage)? {
             return Ok(false);
         }
-        let record = workflow_db::record(&conn).map_err(storage)?;
+        let record = conn.workflow().record().map_err(storage)?;
         Ok(record.is_some_and(|r| !r.status.is_final()))
     }
 

@@ -111,7 +111,7 @@ impl Core {
         compile: Compile,
     ) -> Result<Arc<Core>> {
         // Before the first connection of this process opens.
-        crate::storage::heap::install();
+        crate::storage::install_heap();
         let data = DataDir::open(&config.data_dir, config.synchronous)?;
         let engine = engine::build(config.max_awake, config.pooling)?;
         let linker = capability::linker(&engine)?;

@@ -5,6 +5,7 @@ use std::path::Path;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionState};
 
+use super::HostTables;
 use super::backend::{Backend, Release};
 use super::cluster::ClusterError;
 use super::sandbox::{Sandbox, host_statement};
@@ -198,7 +199,7 @@ impl InstanceDb {
     /// waits read the events). Other instances get them lazily: the
     /// policy's when they record one, the events' at their first append.
     pub(crate) fn ensure_queue_schema(&self) -> rusqlite::Result<()> {
-        if !super::queue::has_schema(&self.conn)? {
+        if !self.conn.queue().has_schema()? {
             self.conn.execute_batch(super::queue::EVENTS_SCHEMA)?;
             self.conn.execute_batch(super::queue::POLICY_SCHEMA)?;
         }
@@ -207,10 +208,17 @@ impl InstanceDb {
 
     /// Makes sure the workflow's tables exist, for a workflow actor.
     pub(crate) fn ensure_workflow_schema(&self) -> rusqlite::Result<()> {
-        if !super::workflow::has_schema(&self.conn)? {
+        if !self.conn.workflow().has_schema()? {
             self.conn.execute_batch(super::workflow::SCHEMA)?;
         }
         Ok(())
+    }
+
+    /// Makes sure the schedules' table exists (the first schedule makes
+    /// it otherwise): the fuzz targets list the host's objects with it.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn ensure_schedule_schema(&self) -> rusqlite::Result<()> {
+        self.conn.execute_batch(super::schedule::SCHEMA)
     }
 
     pub(crate) fn record_creation(

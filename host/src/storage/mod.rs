@@ -24,40 +24,58 @@
 //! A host opens instance databases through SQLite's `unix-excl` VFS
 //! ([`INSTANCE_VFS`]): see there.
 //!
-//! The layers above reach storage through the names this module exports
-//! and through five modules of its own: the host's tables in an instance's
-//! database (`queue`, `workflow`, `schedule`) and the bounds of guest SQL
-//! (`sandbox`, `heap`). Everything else (the index, the cluster, the
-//! replica, the log, the backends of a commit) is private to it.
+//! The layers above reach storage only through the names this module
+//! exports; every module of it is private. The host's tables in an
+//! instance's database (queue, workflow, schedules) are reached through
+//! [`HostTables`] on a connection to it; the bounds of guest SQL through
+//! the sandbox's and the heap's names below.
 
 mod backend;
 mod cluster;
 mod functions;
-pub(crate) mod heap;
+mod heap;
 mod host_lock;
+mod host_tables;
 mod index;
 mod instance_db;
 mod layout;
 mod log_file;
 mod marks;
 mod pages;
-pub(crate) mod queue;
+mod queue;
 mod replica;
-pub(crate) mod sandbox;
-pub(crate) mod schedule;
+mod sandbox;
+mod schedule;
 mod store;
 mod wal;
-pub(crate) mod workflow;
+mod workflow;
 
 pub(crate) use backend::Release;
 pub(crate) use cluster::{Cluster, ClusterError, Component, DeployRecord, Held, Owner};
 pub(crate) use functions::register as register_functions;
+pub(crate) use heap::{
+    Refused as HeapRefused, bounded as bounded_heap, install as install_heap,
+    uncounted as uncounted_heap,
+};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use heap::{
+    keep_statistics as keep_heap_statistics, statistics_kept as heap_statistics_kept,
+};
 pub(crate) use host_lock::{Holder, holder};
+pub(crate) use host_tables::HostTables;
 pub(crate) use index::Mark;
 pub(crate) use instance_db::{InstanceDb, Savepoint, read_state};
 pub(crate) use log_file::LogFile;
 pub(crate) use marks::{MarkError, Marks};
+pub(crate) use queue::{AfterFailure, AppendError, retry_delay};
+pub use queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
+pub(crate) use sandbox::{Sandbox, SchemaGuard, is_internal, refuse_statement};
+pub(crate) use schedule::AddScheduleError;
 pub(crate) use store::{ClaimError, InstanceStore};
+pub(crate) use workflow::MAX_STEP_REQUESTS;
+pub use workflow::{
+    EntryKind, EntryStatus, HistoryEntry, StepRequestRow, WorkflowRecord, WorkflowStatus,
+};
 
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};

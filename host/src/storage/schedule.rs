@@ -60,186 +60,213 @@ impl Schedule {
     }
 }
 
-/// Whether the table exists (it is made by the first schedule).
-pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    host_statement(
-        conn,
-        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_schedule'",
-    )?
-    .exists([])
+/// The schedules' table, through one connection to the instance's database
+/// (`conn.schedules()`: see [`HostTables`](super::HostTables)).
+pub(crate) struct ScheduleTable<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> ScheduleTable<'c> {
+    pub(in crate::storage) fn of(conn: &'c Connection) -> Self {
+        ScheduleTable { conn }
+    }
+}
+
+impl ScheduleTable<'_> {
+    /// Whether the table exists (it is made by the first schedule).
+    pub(crate) fn has_schema(&self) -> rusqlite::Result<bool> {
+        host_statement(
+            self.conn,
+            "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_schedule'",
+        )?
+        .exists([])
+    }
+
+    /// Inserts a schedule (making the table if needed), recurring every
+    /// `every_ms` if given; returns its id.
+    pub(crate) fn add(
+        &self,
+        action: &str,
+        args: &str,
+        due_at: i64,
+        every_ms: Option<i64>,
+        now: i64,
+        max_pending: u64,
+    ) -> Result<i64, AddScheduleError> {
+        if !self.has_schema()? {
+            self.conn.execute_batch(SCHEMA)?;
+        }
+        let pending: i64 = host_statement(self.conn, "SELECT count(*) FROM main._burrow_schedule")?
+            .query_row([], |r| r.get(0))?;
+        if pending as u64 >= max_pending {
+            return Err(AddScheduleError::Full(max_pending));
+        }
+        host_statement(
+            self.conn,
+            "INSERT INTO main._burrow_schedule (action, args, due_at, created_at, every_ms)
+             VALUES (?, ?, ?, ?, ?)",
+        )?
+        .execute(params![action, args, due_at, now, every_ms])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The pending schedules, soonest first.
+    pub(crate) fn pending(&self) -> rusqlite::Result<Vec<Schedule>> {
+        if !self.has_schema()? {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id");
+        let mut stmt = host_statement(self.conn, &sql)?;
+        stmt.query_map([], from_row)?.collect()
+    }
+
+    /// Number of pending schedules.
+    pub(crate) fn count(&self) -> rusqlite::Result<u64> {
+        if !self.has_schema()? {
+            return Ok(0);
+        }
+        host_statement(self.conn, "SELECT count(*) FROM main._burrow_schedule")?
+            .query_row([], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+    }
+
+    /// The first `limit` pending schedules, soonest first.
+    pub(crate) fn first(&self, limit: usize) -> rusqlite::Result<Vec<Schedule>> {
+        if !self.has_schema()? {
+            return Ok(Vec::new());
+        }
+        let sql =
+            format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id LIMIT ?");
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = host_statement(self.conn, &sql)?;
+        stmt.query_map([limit], from_row)?.collect()
+    }
+
+    /// Deletes schedule `id`; returns whether it was pending.
+    pub(crate) fn delete(&self, id: i64) -> rusqlite::Result<bool> {
+        if !self.has_schema()? {
+            return Ok(false);
+        }
+        Ok(
+            host_statement(self.conn, "DELETE FROM main._burrow_schedule WHERE id = ?")?
+                .execute([id])?
+                > 0,
+        )
+    }
+
+    /// The soonest schedule due at or before `now`.
+    pub(crate) fn next_due(&self, now: i64) -> rusqlite::Result<Option<Schedule>> {
+        if !self.has_schema()? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT {COLUMNS} FROM main._burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
+        );
+        host_statement(self.conn, &sql)?
+            .query_row([now], from_row)
+            .optional()
+    }
+
+    /// After schedule `schedule` ran (or failed) at `now`: deletes it, or
+    /// moves a recurring one to its next time.
+    pub(crate) fn done(&self, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
+        match schedule.next_after(now) {
+            Some(next) => {
+                host_statement(
+                    self.conn,
+                    "UPDATE main._burrow_schedule SET due_at = ? WHERE id = ?",
+                )?
+                .execute(params![next, schedule.id])?;
+            }
+            None => {
+                self.delete(schedule.id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// When the soonest pending schedule is due, or `None` without any.
+    pub(crate) fn earliest(&self) -> rusqlite::Result<Option<i64>> {
+        if !self.has_schema()? {
+            return Ok(None);
+        }
+        host_statement(self.conn, "SELECT min(due_at) FROM main._burrow_schedule")?
+            .query_row([], |r| r.get(0))
+    }
 }
 
 /// Why a schedule was not inserted.
 #[derive(Debug)]
-pub(crate) enum AddError {
+pub(crate) enum AddScheduleError {
     /// The instance has this many pending schedules, the most it may have.
     Full(u64),
     Sqlite(rusqlite::Error),
 }
 
-impl From<rusqlite::Error> for AddError {
+impl From<rusqlite::Error> for AddScheduleError {
     fn from(e: rusqlite::Error) -> Self {
-        AddError::Sqlite(e)
+        AddScheduleError::Sqlite(e)
     }
-}
-
-/// Inserts a schedule (making the table if needed), recurring every
-/// `every_ms` if given; returns its id.
-pub(crate) fn add(
-    conn: &Connection,
-    action: &str,
-    args: &str,
-    due_at: i64,
-    every_ms: Option<i64>,
-    now: i64,
-    max_pending: u64,
-) -> Result<i64, AddError> {
-    if !has_schema(conn)? {
-        conn.execute_batch(SCHEMA)?;
-    }
-    let pending: i64 = host_statement(conn, "SELECT count(*) FROM main._burrow_schedule")?
-        .query_row([], |r| r.get(0))?;
-    if pending as u64 >= max_pending {
-        return Err(AddError::Full(max_pending));
-    }
-    host_statement(
-        conn,
-        "INSERT INTO main._burrow_schedule (action, args, due_at, created_at, every_ms)
-         VALUES (?, ?, ?, ?, ?)",
-    )?
-    .execute(params![action, args, due_at, now, every_ms])?;
-    Ok(conn.last_insert_rowid())
-}
-
-/// The pending schedules, soonest first.
-pub(crate) fn pending(conn: &Connection) -> rusqlite::Result<Vec<Schedule>> {
-    if !has_schema(conn)? {
-        return Ok(Vec::new());
-    }
-    let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id");
-    let mut stmt = host_statement(conn, &sql)?;
-    stmt.query_map([], from_row)?.collect()
-}
-
-/// Number of pending schedules.
-pub(crate) fn count(conn: &Connection) -> rusqlite::Result<u64> {
-    if !has_schema(conn)? {
-        return Ok(0);
-    }
-    host_statement(conn, "SELECT count(*) FROM main._burrow_schedule")?
-        .query_row([], |r| r.get::<_, i64>(0))
-        .map(|n| n.max(0) as u64)
-}
-
-/// The first `limit` pending schedules, soonest first.
-pub(crate) fn first(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Schedule>> {
-    if !has_schema(conn)? {
-        return Ok(Vec::new());
-    }
-    let sql = format!("SELECT {COLUMNS} FROM main._burrow_schedule ORDER BY due_at, id LIMIT ?");
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut stmt = host_statement(conn, &sql)?;
-    stmt.query_map([limit], from_row)?.collect()
-}
-
-/// Deletes schedule `id`; returns whether it was pending.
-pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    if !has_schema(conn)? {
-        return Ok(false);
-    }
-    Ok(host_statement(conn, "DELETE FROM main._burrow_schedule WHERE id = ?")?.execute([id])? > 0)
-}
-
-/// The soonest schedule due at or before `now`.
-pub(crate) fn next_due(conn: &Connection, now: i64) -> rusqlite::Result<Option<Schedule>> {
-    if !has_schema(conn)? {
-        return Ok(None);
-    }
-    let sql = format!(
-        "SELECT {COLUMNS} FROM main._burrow_schedule WHERE due_at <= ? ORDER BY due_at, id LIMIT 1"
-    );
-    host_statement(conn, &sql)?
-        .query_row([now], from_row)
-        .optional()
-}
-
-/// After schedule `schedule` ran (or failed) at `now`: deletes it, or
-/// moves a recurring one to its next time.
-pub(crate) fn done(conn: &Connection, schedule: &Schedule, now: i64) -> rusqlite::Result<()> {
-    match schedule.next_after(now) {
-        Some(next) => {
-            host_statement(
-                conn,
-                "UPDATE main._burrow_schedule SET due_at = ? WHERE id = ?",
-            )?
-            .execute(params![next, schedule.id])?;
-        }
-        None => {
-            delete(conn, schedule.id)?;
-        }
-    }
-    Ok(())
-}
-
-/// When the soonest pending schedule is due, or `None` without any.
-pub(crate) fn earliest(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    if !has_schema(conn)? {
-        return Ok(None);
-    }
-    host_statement(conn, "SELECT min(due_at) FROM main._burrow_schedule")?
-        .query_row([], |r| r.get(0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::HostTables;
 
     #[test]
     fn schedules_are_added_listed_due_and_deleted() {
         let conn = Connection::open_in_memory().unwrap();
-        assert_eq!(pending(&conn).unwrap(), []);
-        assert_eq!(earliest(&conn).unwrap(), None);
-        assert!(!delete(&conn, 1).unwrap());
-        let late = add(&conn, "b", "[]", 200, None, 1, 10).unwrap();
-        let soon = add(&conn, "a", "[1]", 100, None, 1, 10).unwrap();
+        assert_eq!(conn.schedules().pending().unwrap(), []);
+        assert_eq!(conn.schedules().earliest().unwrap(), None);
+        assert!(!conn.schedules().delete(1).unwrap());
+        let late = conn.schedules().add("b", "[]", 200, None, 1, 10).unwrap();
+        let soon = conn.schedules().add("a", "[1]", 100, None, 1, 10).unwrap();
         assert_eq!(
-            pending(&conn)
+            conn.schedules()
+                .pending()
                 .unwrap()
                 .iter()
                 .map(|s| s.id)
                 .collect::<Vec<_>>(),
             [soon, late]
         );
-        assert_eq!(earliest(&conn).unwrap(), Some(100));
-        assert_eq!(next_due(&conn, 99).unwrap(), None);
-        assert_eq!(next_due(&conn, 150).unwrap().unwrap().action, "a");
-        assert!(delete(&conn, soon).unwrap());
-        assert!(!delete(&conn, soon).unwrap());
-        assert_eq!(earliest(&conn).unwrap(), Some(200));
-        add(&conn, "c", "[]", 300, None, 1, 2).unwrap();
+        assert_eq!(conn.schedules().earliest().unwrap(), Some(100));
+        assert_eq!(conn.schedules().next_due(99).unwrap(), None);
+        assert_eq!(conn.schedules().next_due(150).unwrap().unwrap().action, "a");
+        assert!(conn.schedules().delete(soon).unwrap());
+        assert!(!conn.schedules().delete(soon).unwrap());
+        assert_eq!(conn.schedules().earliest().unwrap(), Some(200));
+        conn.schedules().add("c", "[]", 300, None, 1, 2).unwrap();
         assert!(matches!(
-            add(&conn, "d", "[]", 300, None, 1, 2),
-            Err(AddError::Full(2))
+            conn.schedules().add("d", "[]", 300, None, 1, 2),
+            Err(AddScheduleError::Full(2))
         ));
         // A one-off is deleted when done.
-        delete(&conn, late).unwrap();
-        let one_off = next_due(&conn, 1_000).unwrap().unwrap();
+        conn.schedules().delete(late).unwrap();
+        let one_off = conn.schedules().next_due(1_000).unwrap().unwrap();
         assert_eq!((one_off.action.as_str(), one_off.every_ms), ("c", None));
-        done(&conn, &one_off, 1_000).unwrap();
-        assert_eq!(pending(&conn).unwrap(), []);
+        conn.schedules().done(&one_off, 1_000).unwrap();
+        assert_eq!(conn.schedules().pending().unwrap(), []);
         // A recurring schedule moves to its next time in its phase.
-        let every = add(&conn, "r", "[]", 1_000, Some(100), 1, 10).unwrap();
-        let recurring = next_due(&conn, 1_000).unwrap().unwrap();
+        let every = conn
+            .schedules()
+            .add("r", "[]", 1_000, Some(100), 1, 10)
+            .unwrap();
+        let recurring = conn.schedules().next_due(1_000).unwrap().unwrap();
         assert_eq!((recurring.id, recurring.every_ms), (every, Some(100)));
-        done(&conn, &recurring, 1_010).unwrap();
-        assert_eq!(next_due(&conn, 1_099).unwrap(), None);
-        let recurring = next_due(&conn, 1_100).unwrap().unwrap();
+        conn.schedules().done(&recurring, 1_010).unwrap();
+        assert_eq!(conn.schedules().next_due(1_099).unwrap(), None);
+        let recurring = conn.schedules().next_due(1_100).unwrap().unwrap();
         // Missed runs collapse into one, in phase.
-        done(&conn, &recurring, 1_555).unwrap();
-        assert_eq!(next_due(&conn, 1_599).unwrap(), None);
-        assert_eq!(next_due(&conn, 1_600).unwrap().unwrap().due_at, 1_600);
+        conn.schedules().done(&recurring, 1_555).unwrap();
+        assert_eq!(conn.schedules().next_due(1_599).unwrap(), None);
+        assert_eq!(
+            conn.schedules().next_due(1_600).unwrap().unwrap().due_at,
+            1_600
+        );
         // Ids are never reused.
-        delete(&conn, late).unwrap();
-        assert!(add(&conn, "e", "[]", 1, None, 1, 10).unwrap() > soon.max(late));
+        conn.schedules().delete(late).unwrap();
+        assert!(conn.schedules().add("e", "[]", 1, None, 1, 10).unwrap() > soon.max(late));
     }
 }

@@ -100,93 +100,6 @@ fn has_requests(conn: &Connection) -> rusqlite::Result<bool> {
     .exists([])
 }
 
-/// Records the requests an attempt of the step at `location` sent, and
-/// keeps the step's last [`MAX_STEP_REQUESTS`].
-pub(crate) fn record_requests(
-    conn: &Connection,
-    location: &str,
-    rows: &[StepRequestRow],
-) -> rusqlite::Result<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    // Looked up without a statement, as it runs after every step that
-    // sent a request: a stale "no" meets the table's `IF NOT EXISTS`.
-    if !has_host_table(conn, "_burrow_workflow_requests")? {
-        conn.execute_batch(REQUESTS_SCHEMA)?;
-    }
-    let mut insert = host_statement(
-        conn,
-        "INSERT INTO main._burrow_workflow_requests
-         (location, attempt, method, authority, status, outcome, duration_ms, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )?;
-    for r in rows {
-        insert.execute(params![
-            location,
-            r.attempt,
-            r.method,
-            r.authority,
-            r.status,
-            r.outcome,
-            r.duration_ms,
-            r.at
-        ])?;
-    }
-    // A first attempt finds none of its step's before it (an attempt that
-    // did not end rolled its own back), and sends at most the limit.
-    let first_attempt = rows.iter().all(|r| r.attempt <= 1);
-    if first_attempt && rows.len() <= MAX_STEP_REQUESTS {
-        return Ok(());
-    }
-    host_statement(
-        conn,
-        "DELETE FROM main._burrow_workflow_requests WHERE location = ?1 AND seq NOT IN
-         (SELECT seq FROM main._burrow_workflow_requests WHERE location = ?1
-          ORDER BY seq DESC LIMIT ?2)",
-    )?
-    .execute(params![location, MAX_STEP_REQUESTS as i64])?;
-    Ok(())
-}
-
-/// The recorded requests of the first `limit` entries of the history, by
-/// location, in the order they were sent.
-pub(crate) fn requests(
-    conn: &Connection,
-    limit: usize,
-) -> rusqlite::Result<std::collections::BTreeMap<String, Vec<StepRequestRow>>> {
-    let mut by_location = std::collections::BTreeMap::<String, Vec<StepRequestRow>>::new();
-    if !has_requests(conn)? {
-        return Ok(by_location);
-    }
-    let mut select = host_statement(
-        conn,
-        "SELECT location, attempt, method, authority, status, outcome, duration_ms, at
-         FROM main._burrow_workflow_requests WHERE location IN
-         (SELECT location FROM main._burrow_workflow_history ORDER BY seq LIMIT ?)
-         ORDER BY seq",
-    )?;
-    let rows = select.query_map([limit as i64], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            StepRequestRow {
-                attempt: r.get(1)?,
-                method: r.get(2)?,
-                authority: r.get(3)?,
-                status: r.get(4)?,
-                outcome: r.get(5)?,
-                duration_ms: r.get(6)?,
-                at: r.get(7)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (location, request) = row?;
-        by_location.entry(location).or_default().push(request);
-    }
-    Ok(by_location)
-}
-
 /// Where a workflow is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -377,24 +290,264 @@ pub struct HistoryEntry {
     pub updated_at: i64,
 }
 
-/// Whether the workflow's tables exist.
-pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    host_statement(
-        conn,
-        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'",
-    )?
-    .exists([])
+/// The workflow's tables, through one connection to the instance's
+/// database (`conn.workflow()`: see [`HostTables`](super::HostTables)).
+pub(crate) struct WorkflowTables<'c> {
+    conn: &'c Connection,
 }
 
-/// Records a new workflow with `input`, running now.
-pub(crate) fn start(conn: &Connection, input: &str, now: i64) -> rusqlite::Result<()> {
-    host_statement(
-        conn,
-        "INSERT OR IGNORE INTO main._burrow_workflow (id, status, input, started_at, updated_at)
-         VALUES (1, 'running', ?1, ?2, ?2)",
-    )?
-    .execute(params![input, now])?;
-    Ok(())
+impl<'c> WorkflowTables<'c> {
+    pub(in crate::storage) fn of(conn: &'c Connection) -> Self {
+        WorkflowTables { conn }
+    }
+}
+
+impl WorkflowTables<'_> {
+    /// Records the requests an attempt of the step at `location` sent, and
+    /// keeps the step's last [`MAX_STEP_REQUESTS`].
+    pub(crate) fn record_requests(
+        &self,
+        location: &str,
+        rows: &[StepRequestRow],
+    ) -> rusqlite::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        // Looked up without a statement, as it runs after every step that
+        // sent a request: a stale "no" meets the table's `IF NOT EXISTS`.
+        if !has_host_table(self.conn, "_burrow_workflow_requests")? {
+            self.conn.execute_batch(REQUESTS_SCHEMA)?;
+        }
+        let mut insert = host_statement(
+            self.conn,
+            "INSERT INTO main._burrow_workflow_requests
+             (location, attempt, method, authority, status, outcome, duration_ms, at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )?;
+        for r in rows {
+            insert.execute(params![
+                location,
+                r.attempt,
+                r.method,
+                r.authority,
+                r.status,
+                r.outcome,
+                r.duration_ms,
+                r.at
+            ])?;
+        }
+        // A first attempt finds none of its step's before it (an attempt that
+        // did not end rolled its own back), and sends at most the limit.
+        let first_attempt = rows.iter().all(|r| r.attempt <= 1);
+        if first_attempt && rows.len() <= MAX_STEP_REQUESTS {
+            return Ok(());
+        }
+        host_statement(
+            self.conn,
+            "DELETE FROM main._burrow_workflow_requests WHERE location = ?1 AND seq NOT IN
+             (SELECT seq FROM main._burrow_workflow_requests WHERE location = ?1
+              ORDER BY seq DESC LIMIT ?2)",
+        )?
+        .execute(params![location, MAX_STEP_REQUESTS as i64])?;
+        Ok(())
+    }
+
+    /// The recorded requests of the first `limit` entries of the history, by
+    /// location, in the order they were sent.
+    pub(crate) fn requests(
+        &self,
+        limit: usize,
+    ) -> rusqlite::Result<std::collections::BTreeMap<String, Vec<StepRequestRow>>> {
+        let mut by_location = std::collections::BTreeMap::<String, Vec<StepRequestRow>>::new();
+        if !has_requests(self.conn)? {
+            return Ok(by_location);
+        }
+        let mut select = host_statement(
+            self.conn,
+            "SELECT location, attempt, method, authority, status, outcome, duration_ms, at
+             FROM main._burrow_workflow_requests WHERE location IN
+             (SELECT location FROM main._burrow_workflow_history ORDER BY seq LIMIT ?)
+             ORDER BY seq",
+        )?;
+        let rows = select.query_map([limit as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                StepRequestRow {
+                    attempt: r.get(1)?,
+                    method: r.get(2)?,
+                    authority: r.get(3)?,
+                    status: r.get(4)?,
+                    outcome: r.get(5)?,
+                    duration_ms: r.get(6)?,
+                    at: r.get(7)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (location, request) = row?;
+            by_location.entry(location).or_default().push(request);
+        }
+        Ok(by_location)
+    }
+
+    /// Whether the workflow's tables exist.
+    pub(crate) fn has_schema(&self) -> rusqlite::Result<bool> {
+        host_statement(
+            self.conn,
+            "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow'",
+        )?
+        .exists([])
+    }
+
+    /// Records a new workflow with `input`, running now.
+    pub(crate) fn start(&self, input: &str, now: i64) -> rusqlite::Result<()> {
+        host_statement(
+            self.conn,
+            "INSERT OR IGNORE INTO main._burrow_workflow (id, status, input, started_at, updated_at)
+             VALUES (1, 'running', ?1, ?2, ?2)",
+        )?
+        .execute(params![input, now])?;
+        Ok(())
+    }
+
+    /// The instance's workflow, if it has one.
+    pub(crate) fn record(&self) -> rusqlite::Result<Option<WorkflowRecord>> {
+        if !self.has_schema()? {
+            return Ok(None);
+        }
+        host_statement(
+            self.conn,
+            "SELECT status, input, output, error, wake_at, waiting_on, runs, started_at, updated_at
+             FROM main._burrow_workflow WHERE id = 1",
+        )?
+        .query_row([], record_from_row)
+        .optional()
+    }
+
+    /// Records how a run ended.
+    pub(crate) fn set_status(
+        &self,
+        status: WorkflowStatus,
+        output: Option<&str>,
+        error: Option<&str>,
+        wait: Option<(Option<i64>, &str)>,
+        now: i64,
+    ) -> rusqlite::Result<()> {
+        host_statement(
+            self.conn,
+            "UPDATE main._burrow_workflow
+             SET status = ?, output = ?, error = ?, wake_at = ?, waiting_on = ?,
+                 runs = runs + 1, updated_at = ?
+             WHERE id = 1",
+        )?
+        .execute(params![
+            status.as_str(),
+            output,
+            error,
+            wait.and_then(|w| w.0),
+            wait.map(|w| w.1),
+            now
+        ])?;
+        Ok(())
+    }
+
+    /// The entry at `location`, if the run reached it before.
+    pub(crate) fn entry(&self, location: &str) -> rusqlite::Result<Option<HistoryEntry>> {
+        host_statement(
+            self.conn,
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history WHERE location = ?"
+            ),
+        )?
+        .query_row([location], entry_from_row)
+        .optional()
+    }
+
+    /// Writes the entry at its location, replacing what was there (and keeping
+    /// its place in the order).
+    pub(crate) fn put_entry(&self, e: &HistoryEntry) -> rusqlite::Result<()> {
+        host_statement(
+            self.conn,
+            &format!(
+                "INSERT INTO main._burrow_workflow_history ({ENTRY_COLUMNS})
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (location) DO UPDATE SET
+                 kind = excluded.kind, name = excluded.name, status = excluded.status,
+                 output = excluded.output, failure_kind = excluded.failure_kind,
+                 error_code = excluded.error_code, error = excluded.error,
+                 attempts = excluded.attempts, wake_at = excluded.wake_at,
+                 updated_at = excluded.updated_at"
+            ),
+        )?
+        .execute(params![
+            e.location,
+            e.kind.as_str(),
+            e.name,
+            e.status.as_str(),
+            e.output,
+            e.failure_kind,
+            e.error_code,
+            e.error,
+            e.attempts,
+            e.wake_at,
+            e.updated_at
+        ])?;
+        Ok(())
+    }
+
+    /// The first `limit` entries of the history, in order.
+    pub(crate) fn history(&self, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
+        host_statement(
+            self.conn,
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history ORDER BY seq LIMIT ?"
+            ),
+        )?
+        .query_map([limit as i64], entry_from_row)?
+        .collect()
+    }
+
+    /// Deletes the entries under `prefix` (a location followed by `/`),
+    /// except those under `keep` (another such prefix).
+    pub(crate) fn delete_under(&self, prefix: &str, keep: Option<&str>) -> rusqlite::Result<usize> {
+        // Locations hold digits and `/` only, so the prefixes need no escaping.
+        if has_requests(self.conn)? {
+            host_statement(
+                self.conn,
+                "DELETE FROM main._burrow_workflow_requests
+                 WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
+            )?
+            .execute(params![prefix, keep])?;
+        }
+        host_statement(
+            self.conn,
+            "DELETE FROM main._burrow_workflow_history
+             WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
+        )?
+        .execute(params![prefix, keep])
+    }
+
+    /// Whether an entry under `prefix` has not finished: a sleep or queue
+    /// wait not over, a step waiting for its retry, a loop or join still
+    /// running.
+    pub(crate) fn unfinished_under(&self, prefix: &str) -> rusqlite::Result<bool> {
+        // Locations hold digits and `/` only, so the prefix needs no escaping.
+        host_statement(
+            self.conn,
+            "SELECT EXISTS (SELECT 1 FROM main._burrow_workflow_history
+             WHERE location LIKE ?1 || '%' AND status IN ('sleeping', 'retrying', 'running'))",
+        )?
+        .query_row([prefix], |r| r.get(0))
+    }
+
+    /// Entries in the history.
+    pub(crate) fn history_len(&self) -> rusqlite::Result<i64> {
+        host_statement(
+            self.conn,
+            "SELECT count(*) FROM main._burrow_workflow_history",
+        )?
+        .query_row([], |r| r.get(0))
+    }
 }
 
 fn record_from_row(r: &Row<'_>) -> rusqlite::Result<WorkflowRecord> {
@@ -409,47 +562,6 @@ fn record_from_row(r: &Row<'_>) -> rusqlite::Result<WorkflowRecord> {
         started_at: r.get(7)?,
         updated_at: r.get(8)?,
     })
-}
-
-/// The instance's workflow, if it has one.
-pub(crate) fn record(conn: &Connection) -> rusqlite::Result<Option<WorkflowRecord>> {
-    if !has_schema(conn)? {
-        return Ok(None);
-    }
-    host_statement(
-        conn,
-        "SELECT status, input, output, error, wake_at, waiting_on, runs, started_at, updated_at
-         FROM main._burrow_workflow WHERE id = 1",
-    )?
-    .query_row([], record_from_row)
-    .optional()
-}
-
-/// Records how a run ended.
-pub(crate) fn set_status(
-    conn: &Connection,
-    status: WorkflowStatus,
-    output: Option<&str>,
-    error: Option<&str>,
-    wait: Option<(Option<i64>, &str)>,
-    now: i64,
-) -> rusqlite::Result<()> {
-    host_statement(
-        conn,
-        "UPDATE main._burrow_workflow
-         SET status = ?, output = ?, error = ?, wake_at = ?, waiting_on = ?,
-             runs = runs + 1, updated_at = ?
-         WHERE id = 1",
-    )?
-    .execute(params![
-        status.as_str(),
-        output,
-        error,
-        wait.and_then(|w| w.0),
-        wait.map(|w| w.1),
-        now
-    ])?;
-    Ok(())
 }
 
 fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
@@ -471,104 +583,10 @@ fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
 const ENTRY_COLUMNS: &str = "location, kind, name, status, output, failure_kind, error_code, \
                              error, attempts, wake_at, updated_at";
 
-/// The entry at `location`, if the run reached it before.
-pub(crate) fn entry(conn: &Connection, location: &str) -> rusqlite::Result<Option<HistoryEntry>> {
-    host_statement(
-        conn,
-        &format!("SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history WHERE location = ?"),
-    )?
-    .query_row([location], entry_from_row)
-    .optional()
-}
-
-/// Writes the entry at its location, replacing what was there (and keeping
-/// its place in the order).
-pub(crate) fn put_entry(conn: &Connection, e: &HistoryEntry) -> rusqlite::Result<()> {
-    host_statement(
-        conn,
-        &format!(
-            "INSERT INTO main._burrow_workflow_history ({ENTRY_COLUMNS})
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (location) DO UPDATE SET
-             kind = excluded.kind, name = excluded.name, status = excluded.status,
-             output = excluded.output, failure_kind = excluded.failure_kind,
-             error_code = excluded.error_code, error = excluded.error,
-             attempts = excluded.attempts, wake_at = excluded.wake_at,
-             updated_at = excluded.updated_at"
-        ),
-    )?
-    .execute(params![
-        e.location,
-        e.kind.as_str(),
-        e.name,
-        e.status.as_str(),
-        e.output,
-        e.failure_kind,
-        e.error_code,
-        e.error,
-        e.attempts,
-        e.wake_at,
-        e.updated_at
-    ])?;
-    Ok(())
-}
-
-/// The first `limit` entries of the history, in order.
-pub(crate) fn history(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<HistoryEntry>> {
-    host_statement(
-        conn,
-        &format!("SELECT {ENTRY_COLUMNS} FROM main._burrow_workflow_history ORDER BY seq LIMIT ?"),
-    )?
-    .query_map([limit as i64], entry_from_row)?
-    .collect()
-}
-
-/// Deletes the entries under `prefix` (a location followed by `/`),
-/// except those under `keep` (another such prefix).
-pub(crate) fn delete_under(
-    conn: &Connection,
-    prefix: &str,
-    keep: Option<&str>,
-) -> rusqlite::Result<usize> {
-    // Locations hold digits and `/` only, so the prefixes need no escaping.
-    if has_requests(conn)? {
-        host_statement(
-            conn,
-            "DELETE FROM main._burrow_workflow_requests
-             WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
-        )?
-        .execute(params![prefix, keep])?;
-    }
-    host_statement(
-        conn,
-        "DELETE FROM main._burrow_workflow_history
-         WHERE location LIKE ?1 || '%' AND (?2 IS NULL OR location NOT LIKE ?2 || '%')",
-    )?
-    .execute(params![prefix, keep])
-}
-
-/// Whether an entry under `prefix` has not finished: a sleep or queue
-/// wait not over, a step waiting for its retry, a loop or join still
-/// running.
-pub(crate) fn unfinished_under(conn: &Connection, prefix: &str) -> rusqlite::Result<bool> {
-    // Locations hold digits and `/` only, so the prefix needs no escaping.
-    host_statement(
-        conn,
-        "SELECT EXISTS (SELECT 1 FROM main._burrow_workflow_history
-         WHERE location LIKE ?1 || '%' AND status IN ('sleeping', 'retrying', 'running'))",
-    )?
-    .query_row([prefix], |r| r.get(0))
-}
-
-/// Entries in the history.
-pub(crate) fn history_len(conn: &Connection) -> rusqlite::Result<i64> {
-    host_statement(conn, "SELECT count(*) FROM main._burrow_workflow_history")?
-        .query_row([], |r| r.get(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::HostTables;
 
     fn db() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
@@ -579,7 +597,7 @@ mod tests {
     #[test]
     fn a_steps_requests_are_kept_by_location_the_last_ones_only() {
         let conn = db();
-        assert!(requests(&conn, 10).unwrap().is_empty());
+        assert!(conn.workflow().requests(10).unwrap().is_empty());
         for location in ["0", "1/3/0"] {
             let mut e = HistoryEntry {
                 location: location.into(),
@@ -594,9 +612,9 @@ mod tests {
                 wake_at: None,
                 updated_at: 1,
             };
-            put_entry(&conn, &e).unwrap();
+            conn.workflow().put_entry(&e).unwrap();
             e.attempts = 2;
-            put_entry(&conn, &e).unwrap();
+            conn.workflow().put_entry(&e).unwrap();
         }
         let row = |attempt: i64, status: Option<i64>| StepRequestRow {
             attempt,
@@ -607,17 +625,21 @@ mod tests {
             duration_ms: Some(3),
             at: 5,
         };
-        record_requests(&conn, "0", &[row(1, Some(500))]).unwrap();
+        conn.workflow()
+            .record_requests("0", &[row(1, Some(500))])
+            .unwrap();
         let many: Vec<StepRequestRow> = (0..40).map(|_| row(2, Some(200))).collect();
-        record_requests(&conn, "0", &many).unwrap();
-        record_requests(&conn, "1/3/0", &[row(1, None)]).unwrap();
-        let by_location = requests(&conn, 10).unwrap();
+        conn.workflow().record_requests("0", &many).unwrap();
+        conn.workflow()
+            .record_requests("1/3/0", &[row(1, None)])
+            .unwrap();
+        let by_location = conn.workflow().requests(10).unwrap();
         assert_eq!(by_location["0"].len(), MAX_STEP_REQUESTS);
         assert!(by_location["0"].iter().all(|r| r.attempt == 2));
         assert_eq!(by_location["1/3/0"], [row(1, None)]);
         // A loop's iterations deleted take their requests with them.
-        delete_under(&conn, "1/", None).unwrap();
-        let by_location = requests(&conn, 10).unwrap();
+        conn.workflow().delete_under("1/", None).unwrap();
+        let by_location = conn.workflow().requests(10).unwrap();
         assert!(!by_location.contains_key("1/3/0"));
         assert!(by_location.contains_key("0"));
     }
@@ -625,23 +647,23 @@ mod tests {
     #[test]
     fn a_workflow_starts_once_and_records_its_runs() {
         let conn = db();
-        start(&conn, "{\"a\":1}", 10).unwrap();
-        start(&conn, "other", 11).unwrap();
-        let r = record(&conn).unwrap().unwrap();
+        conn.workflow().start("{\"a\":1}", 10).unwrap();
+        conn.workflow().start("other", 11).unwrap();
+        let r = conn.workflow().record().unwrap().unwrap();
         assert_eq!(
             (r.status, r.input.as_str(), r.runs),
             (WorkflowStatus::Running, "{\"a\":1}", 0)
         );
-        set_status(
-            &conn,
-            WorkflowStatus::Waiting,
-            None,
-            None,
-            Some((Some(50), "sleep `s`")),
-            12,
-        )
-        .unwrap();
-        let r = record(&conn).unwrap().unwrap();
+        conn.workflow()
+            .set_status(
+                WorkflowStatus::Waiting,
+                None,
+                None,
+                Some((Some(50), "sleep `s`")),
+                12,
+            )
+            .unwrap();
+        let r = conn.workflow().record().unwrap().unwrap();
         assert_eq!(
             (r.status, r.wake_at, r.runs),
             (WorkflowStatus::Waiting, Some(50), 1)
@@ -665,24 +687,26 @@ mod tests {
             wake_at: Some(5),
             updated_at: 1,
         };
-        put_entry(&conn, &e).unwrap();
+        conn.workflow().put_entry(&e).unwrap();
         e.status = EntryStatus::Done;
         e.output = Some("1".into());
         e.attempts = 2;
-        put_entry(&conn, &e).unwrap();
-        let got = entry(&conn, "0").unwrap().unwrap();
+        conn.workflow().put_entry(&e).unwrap();
+        let got = conn.workflow().entry("0").unwrap().unwrap();
         assert_eq!((got.status, got.attempts), (EntryStatus::Done, 2));
-        assert!(entry(&conn, "1").unwrap().is_none());
-        assert_eq!(history(&conn, 10).unwrap().len(), 1);
+        assert!(conn.workflow().entry("1").unwrap().is_none());
+        assert_eq!(conn.workflow().history(10).unwrap().len(), 1);
         for location in ["1", "1/0/0", "1/0/1", "1/1/0", "1/10/0", "10/0/0"] {
             e.location = location.into();
-            put_entry(&conn, &e).unwrap();
+            conn.workflow().put_entry(&e).unwrap();
         }
         // The first entry keeps its place after an update.
-        assert_eq!(history(&conn, 10).unwrap()[0].location, "0");
-        assert_eq!(delete_under(&conn, "1/1/", None).unwrap(), 1);
-        assert_eq!(delete_under(&conn, "1/", Some("1/0/")).unwrap(), 1);
-        let left: Vec<String> = history(&conn, 10)
+        assert_eq!(conn.workflow().history(10).unwrap()[0].location, "0");
+        assert_eq!(conn.workflow().delete_under("1/1/", None).unwrap(), 1);
+        assert_eq!(conn.workflow().delete_under("1/", Some("1/0/")).unwrap(), 1);
+        let left: Vec<String> = conn
+            .workflow()
+            .history(10)
             .unwrap()
             .into_iter()
             .map(|e| e.location)
@@ -707,7 +731,7 @@ mod tests {
                 wake_at: None,
                 updated_at: 1,
             };
-            put_entry(&conn, &e).unwrap();
+            conn.workflow().put_entry(&e).unwrap();
         };
         put("1", EntryStatus::Running);
         put("1/0/0", EntryStatus::Done);
@@ -715,16 +739,19 @@ mod tests {
         put("10/0/0", EntryStatus::Sleeping);
         // Not the scope's own entry, nor a neighbour whose location
         // starts with the same digit.
-        assert!(!unfinished_under(&conn, "1/").unwrap());
+        assert!(!conn.workflow().unfinished_under("1/").unwrap());
         for status in [
             EntryStatus::Sleeping,
             EntryStatus::Retrying,
             EntryStatus::Running,
         ] {
             put("1/1/1", status);
-            assert!(unfinished_under(&conn, "1/").unwrap(), "{status:?}");
+            assert!(
+                conn.workflow().unfinished_under("1/").unwrap(),
+                "{status:?}"
+            );
         }
         put("1/1/1", EntryStatus::Done);
-        assert!(!unfinished_under(&conn, "1/").unwrap());
+        assert!(!conn.workflow().unfinished_under("1/").unwrap());
     }
 }

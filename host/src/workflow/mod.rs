@@ -4,6 +4,4 @@
 //! API shows of them.
 
 pub use crate::inspect::WorkflowView;
-pub use crate::storage::workflow::{
-    EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus,
-};
+pub use crate::storage::{EntryKind, EntryStatus, HistoryEntry, WorkflowRecord, WorkflowStatus};

@@ -41,7 +41,7 @@ use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::metrics::ActorMetrics;
 use crate::presence::Lease;
-use crate::storage::queue as queue_db;
+use crate::storage::HostTables;
 use crate::text::escaped;
 use process::Done;
 
@@ -190,7 +190,7 @@ impl Run {
         if !(now || due) {
             return;
         }
-        match queue_db::pending_count(reader) {
+        match reader.queue().pending_count() {
             Ok(pending) => self.metrics.queue_depth(&self.address.key, pending),
             Err(e) => {
                 tracing::debug!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot count the queue");

@@ -10,8 +10,7 @@ use super::Run;
 use crate::cell::Origin;
 use crate::config::MAX_SELECT_EVENTS;
 use crate::error::Error;
-use crate::storage::queue as queue_db;
-use crate::storage::queue::{QueueMode, QueuePolicy, QueuedEvent};
+use crate::storage::{HostTables, QueueMode, QueuePolicy, QueuedEvent};
 
 /// Up to this many groups with pending events, events are picked from the
 /// head of each group; past it, by one scan in the mode's order.
@@ -26,8 +25,11 @@ impl Run {
         free: usize,
     ) -> Result<Vec<QueuedEvent>, Error> {
         let per_group = policy.per_group();
-        let mut busy =
-            queue_db::waiting_for_retry(self.reader(), now).map_err(|e| self.storage(e))?;
+        let mut busy = self
+            .reader()
+            .queue()
+            .waiting_for_retry(now)
+            .map_err(|e| self.storage(e))?;
         for group in self.in_flight.values() {
             *busy.entry(group.clone()).or_default() += 1;
         }
@@ -42,23 +44,22 @@ impl Run {
                 .pick_custom(now, free, per_group, busy, skip_ids, full)
                 .await;
         }
-        let groups =
-            queue_db::groups(self.reader(), MAX_GROUPS_BY_HEAD + 1).map_err(|e| self.storage(e))?;
+        let groups = self
+            .reader()
+            .queue()
+            .groups(MAX_GROUPS_BY_HEAD + 1)
+            .map_err(|e| self.storage(e))?;
         if groups.len() <= MAX_GROUPS_BY_HEAD {
             return self.pick_by_group(policy, now, free, &busy, &skip_ids, &groups);
         }
         let mut picked = Vec::new();
         while picked.len() < free {
             let groups: Vec<&str> = full.iter().map(String::as_str).collect();
-            let batch = queue_db::due_events(
-                self.reader(),
-                policy.mode,
-                now,
-                &skip_ids,
-                &groups,
-                free - picked.len(),
-            )
-            .map_err(|e| self.storage(e))?;
+            let batch = self
+                .reader()
+                .queue()
+                .due_events(policy.mode, now, &skip_ids, &groups, free - picked.len())
+                .map_err(|e| self.storage(e))?;
             if batch.is_empty() {
                 break;
             }
@@ -98,15 +99,11 @@ impl Run {
             if room == 0 {
                 continue;
             }
-            let head = queue_db::group_head(
-                self.reader(),
-                policy.mode,
-                group,
-                now,
-                skip_ids,
-                room.min(free),
-            )
-            .map_err(|e| self.storage(e))?;
+            let head = self
+                .reader()
+                .queue()
+                .group_head(policy.mode, group, now, skip_ids, room.min(free))
+                .map_err(|e| self.storage(e))?;
             heads.extend(head);
         }
         match policy.mode {
@@ -136,15 +133,17 @@ impl Run {
         full: Vec<String>,
     ) -> Result<Vec<QueuedEvent>, Error> {
         let groups: Vec<&str> = full.iter().map(String::as_str).collect();
-        let offered = queue_db::due_events(
-            self.reader(),
-            QueueMode::Custom,
-            now,
-            &skip_ids,
-            &groups,
-            MAX_SELECT_EVENTS,
-        )
-        .map_err(|e| self.storage(e))?;
+        let offered = self
+            .reader()
+            .queue()
+            .due_events(
+                QueueMode::Custom,
+                now,
+                &skip_ids,
+                &groups,
+                MAX_SELECT_EVENTS,
+            )
+            .map_err(|e| self.storage(e))?;
         if offered.is_empty() {
             return Ok(Vec::new());
         }

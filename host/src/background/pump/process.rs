@@ -18,7 +18,7 @@ use crate::config::{BACKGROUND_CONFLICT_PAUSE, MAX_BATCH_CALLS};
 use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::runtime::ConflictRetry;
-use crate::storage::queue::{self as queue_db, AfterFailure, QueueMode, QueuePolicy, QueuedEvent};
+use crate::storage::{AfterFailure, HostTables, QueueMode, QueuePolicy, QueuedEvent};
 use crate::text::escaped;
 
 /// Who runs a `process` call.
@@ -111,7 +111,11 @@ impl Run {
         skip_ids.push(head.id);
         let group = head.group.as_deref().unwrap_or_default();
         let limit = MAX_BATCH_CALLS - 1;
-        match queue_db::group_head(self.reader(), policy.mode, group, now, &skip_ids, limit) {
+        match self
+            .reader()
+            .queue()
+            .group_head(policy.mode, group, now, &skip_ids, limit)
+        {
             Ok(events) => events.into_iter().map(|(event, _)| event).collect(),
             Err(e) => {
                 tracing::warn!(actor = self.actor(), key = self.key(), error = %escaped(&e), "cannot pick queue events");

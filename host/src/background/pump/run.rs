@@ -13,8 +13,7 @@ use crate::cell::Origin;
 use crate::clock::now_ms;
 use crate::config::MAX_PROCESS_CALLS_PER_INSTANCE;
 use crate::error::Error;
-use crate::storage::queue as queue_db;
-use crate::storage::{Mark, MarkError};
+use crate::storage::{HostTables, Mark, MarkError};
 use crate::text::escaped;
 
 /// A pump is kept awake this long when its next event is due soon, rather
@@ -74,7 +73,7 @@ impl Run {
             .work
             .core
             .with_cell(self.actor(), self.key(), Origin::MustExist, async |cell| {
-                let policy = cell.host_transaction(|db| queue_db::policy(&db.conn))?;
+                let policy = cell.host_transaction(|db| db.conn.queue().policy())?;
                 Ok((policy, cell.is_workflow()))
             })
             .await

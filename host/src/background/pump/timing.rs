@@ -8,7 +8,7 @@ use rusqlite::Connection;
 
 use super::Run;
 use crate::error::Error;
-use crate::storage::queue as queue_db;
+use crate::storage::HostTables;
 
 impl Run {
     /// When an event could next be picked, with nothing in flight and
@@ -32,7 +32,7 @@ pub(super) fn next_pick_time(
     now: i64,
     declined: Option<Duration>,
 ) -> rusqlite::Result<Option<i64>> {
-    let Some(due) = queue_db::next_due(reader)? else {
+    let Some(due) = reader.queue().next_due()? else {
         return Ok(None);
     };
     if due > now {

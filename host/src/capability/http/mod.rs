@@ -43,7 +43,7 @@ use crate::deadline::Deadline;
 use crate::instance::{InstanceState, Mode, Refusal, StepRequest};
 use crate::metrics::ActorMetrics;
 use crate::outbound::{Allowed, Listed, Scheme};
-use crate::storage::workflow::MAX_STEP_REQUESTS;
+use crate::storage::MAX_STEP_REQUESTS;
 
 /// The name of the import, in refusals.
 const HANDLE: &str = "wasi:http/outgoing-handler.handle";

@@ -10,8 +10,7 @@ use crate::clock::now_ms;
 use crate::instance::commit::CommitError;
 use crate::instance::workflow_run::RunState;
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
-use crate::storage::Savepoint;
-use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus, HistoryEntry};
+use crate::storage::{EntryKind, EntryStatus, HistoryEntry, HostTables, Savepoint};
 
 impl InstanceState {
     pub(super) fn run(&mut self) -> &mut RunState {
@@ -39,12 +38,21 @@ impl InstanceState {
     /// Takes the run's next location and reads what history holds there.
     fn next_location(&mut self) -> wasmtime::Result<(String, Option<HistoryEntry>)> {
         let location = self.run().take_location();
-        let recorded = workflow_db::entry(&self.db.conn, &location).map_err(storage_trap)?;
+        let recorded = self
+            .db
+            .conn
+            .workflow()
+            .entry(&location)
+            .map_err(storage_trap)?;
         Ok((location, recorded))
     }
 
     pub(super) fn put(&self, entry: &HistoryEntry) -> wasmtime::Result<()> {
-        workflow_db::put_entry(&self.db.conn, entry).map_err(storage_trap)
+        self.db
+            .conn
+            .workflow()
+            .put_entry(entry)
+            .map_err(storage_trap)
     }
 
     /// Runs host statements of orchestration code together: in a
@@ -183,7 +191,13 @@ pub(super) fn version(
         return Ok(Err(interrupt));
     }
     let location = instance.run().peek_location();
-    match workflow_db::entry(&instance.db.conn, &location).map_err(storage_trap)? {
+    match instance
+        .db
+        .conn
+        .workflow()
+        .entry(&location)
+        .map_err(storage_trap)?
+    {
         Some(e) if e.kind == EntryKind::Version && e.name == name => {
             instance.run().take_location();
             Ok(Ok(e
@@ -211,7 +225,12 @@ pub(super) fn removed(
         return Ok(Err(interrupt));
     }
     let location = instance.run().peek_location();
-    let recorded = workflow_db::entry(&instance.db.conn, &location).map_err(storage_trap)?;
+    let recorded = instance
+        .db
+        .conn
+        .workflow()
+        .entry(&location)
+        .map_err(storage_trap)?;
     if recorded.is_some_and(|e| e.kind == EntryKind::Step && e.name == name) {
         instance.run().take_location();
     }

@@ -1,12 +1,13 @@
 //! `burrow:actor/workflow`: steps, durable sleeps, recorded times, loops,
 //! joins and races, and queue waits for a workflow's orchestration code.
 //!
-//! Every call takes the run's next location (see `storage::workflow`). A
-//! location the history already holds replays its entry; a different kind
-//! or name there is a divergence, and the run stops without touching the
-//! history. A step runs in its own transaction, opened by `begin-step` and
-//! committed by `end-step` together with the step's history entry; a queue
-//! wait deletes the events it takes in the transaction that records them.
+//! Every call takes the run's next location (numbered as the workflow
+//! tables in `storage` describe). A location the history already holds
+//! replays its entry; a different kind or name there is a divergence, and
+//! the run stops without touching the history. A step runs in its own
+//! transaction, opened by `begin-step` and committed by `end-step`
+//! together with the step's history entry; a queue wait deletes the events
+//! it takes in the transaction that records them.
 //!
 //! `history.rs` has the replay guard every import passes and the recorded
 //! values (`now`, `version`, `removed`); `step.rs` a step's attempts;

@@ -8,7 +8,7 @@ use crate::bindings::workflow::{Interrupt, LoopIteration, LoopStart};
 use crate::clock::now_ms;
 use crate::instance::workflow_run::{Scope, ScopeKind};
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus};
+use crate::storage::{EntryKind, EntryStatus, HostTables};
 
 pub(super) fn loop_enter(
     instance: &mut InstanceState,
@@ -157,7 +157,12 @@ pub(super) fn join_exit(
         }
         return Ok(Ok(None));
     };
-    let recorded = workflow_db::entry(&instance.db.conn, &location).map_err(storage_trap)?;
+    let recorded = instance
+        .db
+        .conn
+        .workflow()
+        .entry(&location)
+        .map_err(storage_trap)?;
     if let Some(won) = recorded
         .as_ref()
         .and_then(|e| e.output.as_deref())
@@ -173,9 +178,8 @@ pub(super) fn join_exit(
     entry.output = Some(winner.to_string());
     entry.updated_at = now_ms();
     instance.in_transaction(|conn| {
-        workflow_db::put_entry(conn, &entry)?;
-        workflow_db::delete_under(
-            conn,
+        conn.workflow().put_entry(&entry)?;
+        conn.workflow().delete_under(
             &format!("{location}/"),
             Some(&format!("{location}/{winner}/")),
         )?;
@@ -193,14 +197,16 @@ pub(super) fn join_exit(
 /// so the entry follows its branches.
 fn record_join_end(instance: &mut InstanceState, location: &str) -> wasmtime::Result<()> {
     let conn = &instance.db.conn;
-    let waiting =
-        workflow_db::unfinished_under(conn, &format!("{location}/")).map_err(storage_trap)?;
+    let waiting = conn
+        .workflow()
+        .unfinished_under(&format!("{location}/"))
+        .map_err(storage_trap)?;
     let status = if waiting {
         EntryStatus::Running
     } else {
         EntryStatus::Done
     };
-    let Some(mut entry) = workflow_db::entry(conn, location).map_err(storage_trap)? else {
+    let Some(mut entry) = conn.workflow().entry(location).map_err(storage_trap)? else {
         return Ok(());
     };
     if entry.status == status {
@@ -208,7 +214,7 @@ fn record_join_end(instance: &mut InstanceState, location: &str) -> wasmtime::Re
     }
     entry.status = status;
     entry.updated_at = now_ms();
-    instance.in_transaction(|conn| workflow_db::put_entry(conn, &entry))
+    instance.in_transaction(|conn| conn.workflow().put_entry(&entry))
 }
 
 impl InstanceState {
@@ -239,7 +245,11 @@ impl InstanceState {
             ))));
         };
         let (location, iteration) = (location.clone(), *iteration);
-        let mut entry = workflow_db::entry(&self.db.conn, &location)
+        let mut entry = self
+            .db
+            .conn
+            .workflow()
+            .entry(&location)
             .map_err(storage_trap)?
             .unwrap_or_else(|| {
                 new_entry(
@@ -261,8 +271,9 @@ impl InstanceState {
             }
         }
         self.in_transaction(|conn| {
-            workflow_db::put_entry(conn, &entry)?;
-            workflow_db::delete_under(conn, &format!("{location}/{iteration}/"), None)?;
+            conn.workflow().put_entry(&entry)?;
+            conn.workflow()
+                .delete_under(&format!("{location}/{iteration}/"), None)?;
             Ok(())
         })?;
         let run = self.run();

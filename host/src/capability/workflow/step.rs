@@ -29,10 +29,8 @@ use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
 use crate::instance::workflow_run::{OpenStep, StepBatch};
 use crate::instance::{InstanceState, Mode, commit_trap, storage_trap};
-use crate::storage::Savepoint;
-use crate::storage::queue::retry_delay;
-use crate::storage::workflow::{
-    self as workflow_db, EntryKind, EntryStatus, HistoryEntry, StepRequestRow,
+use crate::storage::{
+    EntryKind, EntryStatus, HistoryEntry, HostTables, Savepoint, StepRequestRow, retry_delay,
 };
 
 pub(super) fn begin_step(
@@ -295,7 +293,11 @@ impl InstanceState {
                 }
             })
             .collect();
-        workflow_db::record_requests(&self.db.conn, &open.location, &rows).map_err(storage_trap)
+        self.db
+            .conn
+            .workflow()
+            .record_requests(&open.location, &rows)
+            .map_err(storage_trap)
     }
 
     /// Records a failed attempt of `open` (its transaction rolled back
@@ -394,12 +396,11 @@ pub(super) fn step_key(instance: &mut InstanceState) -> wasmtime::Result<Option<
         },
         _ => return Ok(None),
     };
-    let created_at: i64 = crate::storage::sandbox::host_statement(
-        &instance.db.conn,
-        "SELECT created_at FROM main._burrow_instance WHERE id = 1",
-    )
-    .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-    .map_err(storage_trap)?;
+    let created_at = instance
+        .db
+        .created_at()
+        .and_then(|at| at.ok_or(rusqlite::Error::QueryReturnedNoRows))
+        .map_err(storage_trap)?;
     let mut digest = Sha256::new();
     for part in [
         instance.name.actor.as_bytes(),

@@ -11,8 +11,7 @@ use crate::bindings::workflow::Interrupt;
 use crate::clock::now_ms;
 use crate::config::MAX_QUEUE_BATCH;
 use crate::instance::{InstanceState, storage_trap};
-use crate::storage::queue as queue_db;
-use crate::storage::workflow::{self as workflow_db, EntryKind, EntryStatus};
+use crate::storage::{EntryKind, EntryStatus, HostTables};
 
 pub(super) fn queue_next(
     instance: &mut InstanceState,
@@ -50,8 +49,12 @@ pub(super) fn queue_next(
         None => timeout_ms.map(|t| now.saturating_add(t.min(i64::MAX as u64) as i64)),
     };
     let count = count.clamp(1, MAX_QUEUE_BATCH) as usize;
-    let events =
-        queue_db::pending_of_types(&instance.db.conn, &event_types, count).map_err(storage_trap)?;
+    let events = instance
+        .db
+        .conn
+        .queue()
+        .pending_of_types(&event_types, count)
+        .map_err(storage_trap)?;
     let timed_out = deadline.is_some_and(|at| at <= now);
     if events.is_empty() && !timed_out {
         if recorded.is_none() {
@@ -73,9 +76,9 @@ pub(super) fn queue_next(
     entry.wake_at = deadline;
     instance.in_transaction(|conn| {
         for event in &events {
-            queue_db::delete(conn, event.id)?;
+            conn.queue().delete(event.id)?;
         }
-        workflow_db::put_entry(conn, &entry)
+        conn.workflow().put_entry(&entry)
     })?;
     Ok(Ok(taken.into_iter().map(RecordedEvent::into_wit).collect()))
 }
@@ -126,8 +129,8 @@ struct RecordedEvent {
     created_at: i64,
 }
 
-impl From<&crate::storage::queue::QueuedEvent> for RecordedEvent {
-    fn from(e: &crate::storage::queue::QueuedEvent) -> Self {
+impl From<&crate::storage::QueuedEvent> for RecordedEvent {
+    fn from(e: &crate::storage::QueuedEvent) -> Self {
         RecordedEvent {
             id: e.id,
             event_type: e.event_type.clone(),

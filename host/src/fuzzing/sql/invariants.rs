@@ -9,8 +9,6 @@ use std::sync::OnceLock;
 
 use rusqlite::Connection;
 
-use crate::storage::schedule as schedule_db;
-
 use super::acknowledged::read_main;
 use super::render::show;
 use super::session::SqlSession;
@@ -169,9 +167,7 @@ pub(super) fn host_objects() -> &'static Vec<SchemaObject> {
         db.create_schema().expect("internal tables");
         db.ensure_queue_schema().expect("queue tables");
         db.ensure_workflow_schema().expect("workflow tables");
-        db.conn
-            .execute_batch(schedule_db::SCHEMA)
-            .expect("schedule tables");
+        db.ensure_schedule_schema().expect("schedule tables");
         internal_objects(&db.conn, "main").expect("the host's objects")
     })
 }

@@ -17,8 +17,7 @@ use crate::bindings::workflow::{Host as _, StepOptions, StepOutcome, StepStart};
 use crate::clock::now_ms;
 use crate::fuzzing::ImportSession;
 use crate::instance::{InstanceState, Mode};
-use crate::storage::queue as queue_db;
-use crate::storage::schedule as schedule_db;
+use crate::storage::{AfterFailure, HostTables};
 
 use super::acknowledged::{Model, read_main};
 use super::grammar::{Op, Stmt};
@@ -47,10 +46,10 @@ impl SqlSession {
     /// grammar's triggers record that they fired.
     pub fn new() -> SqlSession {
         // The memory bound is checked against SQLite's own statistics.
-        crate::storage::heap::keep_statistics();
+        crate::storage::keep_heap_statistics();
         let mut session = ImportSession::new();
         assert!(
-            crate::storage::heap::statistics_kept(),
+            crate::storage::heap_statistics_kept(),
             "SQLite keeps no memory statistics in this process: the memory bound cannot be checked"
         );
         let s = &mut session.state;
@@ -341,13 +340,13 @@ impl SqlSession {
         let done = self.host_transaction(&what, problems, |conn| {
             if fail {
                 let now = now_ms();
-                match queue_db::record_failure(conn, id, "fuzz", now, 1, |_| now) {
-                    Ok(queue_db::AfterFailure::DeadLettered) => Ok(()),
+                match conn.queue().record_failure(id, "fuzz", now, 1, |_| now) {
+                    Ok(AfterFailure::DeadLettered) => Ok(()),
                     Ok(other) => Err(format!("the event was not dead-lettered: {other:?}")),
                     Err(e) => Err(e.to_string()),
                 }
             } else {
-                queue_db::delete(conn, id).map_err(|e| e.to_string())?;
+                conn.queue().delete(id).map_err(|e| e.to_string())?;
                 match conn.changes() {
                     1 => Ok(()),
                     n => Err(format!("it deleted {n} rows")),
@@ -364,7 +363,7 @@ impl SqlSession {
         self.end_call();
         for _ in 0..16 {
             let now = now_ms();
-            let due = schedule_db::next_due(&self.session.state.db.conn, now);
+            let due = self.session.state.db.conn.schedules().next_due(now);
             let schedule = match due {
                 Ok(Some(schedule)) => schedule,
                 Ok(None) => break,
@@ -382,7 +381,9 @@ impl SqlSession {
             }
             let what = format!("end of schedule {}", schedule.id);
             let done = self.host_transaction(&what, problems, |conn| {
-                schedule_db::done(conn, &schedule, now).map_err(|e| e.to_string())
+                conn.schedules()
+                    .done(&schedule, now)
+                    .map_err(|e| e.to_string())
             });
             if !done {
                 break;

@@ -51,15 +51,6 @@ CREATE TABLE IF NOT EXISTS main._burrow_queue_policy (
 const EVENT_COLUMNS: &str =
     "id, type, payload, priority, grp, created_at, attempts, not_before, last_error";
 
-/// Whether the tables of the queue's events exist.
-pub(crate) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
-    host_statement(
-        conn,
-        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_queue'",
-    )?
-    .exists([])
-}
-
 /// Whether `e` says that one of the queue's tables does not exist (yet).
 fn absent(e: &rusqlite::Error) -> bool {
     match e {
@@ -123,49 +114,6 @@ impl From<rusqlite::Error> for AppendError {
     }
 }
 
-/// Appends `event` (already checked) unless the queue is full; returns its id.
-pub(crate) fn append(
-    conn: &Connection,
-    event: &NewEvent,
-    now: i64,
-    max_pending: u64,
-) -> Result<i64, AppendError> {
-    let count = || {
-        host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
-            .query_row([], |r| r.get::<_, i64>(0))
-    };
-    let pending = match count() {
-        Err(e) if absent(&e) => {
-            conn.execute_batch(EVENTS_SCHEMA)?;
-            0
-        }
-        other => other?,
-    };
-    if pending as u64 >= max_pending {
-        return Err(AppendError::Full(max_pending));
-    }
-    host_statement(
-        conn,
-        "INSERT INTO main._burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
-    )?
-    .execute(params![
-        event.event_type,
-        event.payload,
-        event.priority,
-        event.group.as_deref().unwrap_or(""),
-        now
-    ])?;
-    Ok(conn.last_insert_rowid())
-}
-
-/// Deletes a processed event; returns whether it was pending (a second
-/// deletion of the same event deletes nothing).
-pub(crate) fn delete(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    let deleted =
-        host_statement(conn, "DELETE FROM main._burrow_queue WHERE id = ?")?.execute([id])?;
-    Ok(deleted == 1)
-}
-
 /// What became of a failed event.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AfterFailure {
@@ -177,44 +125,291 @@ pub(crate) enum AfterFailure {
     Gone,
 }
 
-/// Records a failed attempt of event `id`: raises its attempt count and
-/// either schedules its retry at `retry_at(failed_attempts)` or moves it to
-/// the dead-letter table once it has failed `max_attempts` times.
-pub(crate) fn record_failure(
-    conn: &Connection,
-    id: i64,
-    error: &str,
-    now: i64,
-    max_attempts: u32,
-    retry_at: impl Fn(u32) -> i64,
-) -> rusqlite::Result<AfterFailure> {
-    let attempts: Option<u32> =
-        host_statement(conn, "SELECT attempts FROM main._burrow_queue WHERE id = ?")?
-            .query_row([id], |r| r.get(0))
-            .optional()?;
-    let Some(attempts) = attempts else {
-        return Ok(AfterFailure::Gone);
-    };
-    let failed = attempts.saturating_add(1);
-    if failed >= max_attempts {
-        host_statement(
-            conn,
-            "INSERT INTO main._burrow_dead_letter
-                 (id, type, payload, priority, grp, created_at, attempts, failed_at, error)
-             SELECT id, type, payload, priority, grp, created_at, ?, ?, ?
-             FROM main._burrow_queue WHERE id = ?",
-        )?
-        .execute(params![failed, now, error, id])?;
-        delete(conn, id)?; // pending: read above, in this transaction
-        return Ok(AfterFailure::DeadLettered);
+/// The queue's tables, through one connection to the instance's database
+/// (`conn.queue()`: see [`HostTables`](crate::storage::HostTables)).
+pub(crate) struct QueueTables<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> QueueTables<'c> {
+    pub(in crate::storage) fn of(conn: &'c Connection) -> Self {
+        QueueTables { conn }
     }
-    let at = retry_at(failed);
-    host_statement(
-        conn,
-        "UPDATE main._burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
-    )?
-    .execute(params![failed, at, error, id])?;
-    Ok(AfterFailure::Retry(at))
+}
+
+impl QueueTables<'_> {
+    /// Whether the tables of the queue's events exist.
+    pub(crate) fn has_schema(&self) -> rusqlite::Result<bool> {
+        host_statement(
+            self.conn,
+            "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_queue'",
+        )?
+        .exists([])
+    }
+
+    /// Appends `event` (already checked) unless the queue is full; returns its id.
+    pub(crate) fn append(
+        &self,
+        event: &NewEvent,
+        now: i64,
+        max_pending: u64,
+    ) -> Result<i64, AppendError> {
+        let count = || {
+            host_statement(self.conn, "SELECT count(*) FROM main._burrow_queue")?
+                .query_row([], |r| r.get::<_, i64>(0))
+        };
+        let pending = match count() {
+            Err(e) if absent(&e) => {
+                self.conn.execute_batch(EVENTS_SCHEMA)?;
+                0
+            }
+            other => other?,
+        };
+        if pending as u64 >= max_pending {
+            return Err(AppendError::Full(max_pending));
+        }
+        host_statement(
+            self.conn,
+            "INSERT INTO main._burrow_queue (type, payload, priority, grp, created_at) VALUES (?, ?, ?, ?, ?)",
+        )?
+        .execute(params![
+            event.event_type,
+            event.payload,
+            event.priority,
+            event.group.as_deref().unwrap_or(""),
+            now
+        ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Deletes a processed event; returns whether it was pending (a second
+    /// deletion of the same event deletes nothing).
+    pub(crate) fn delete(&self, id: i64) -> rusqlite::Result<bool> {
+        let deleted = host_statement(self.conn, "DELETE FROM main._burrow_queue WHERE id = ?")?
+            .execute([id])?;
+        Ok(deleted == 1)
+    }
+
+    /// Records a failed attempt of event `id`: raises its attempt count and
+    /// either schedules its retry at `retry_at(failed_attempts)` or moves it to
+    /// the dead-letter table once it has failed `max_attempts` times.
+    pub(crate) fn record_failure(
+        &self,
+        id: i64,
+        error: &str,
+        now: i64,
+        max_attempts: u32,
+        retry_at: impl Fn(u32) -> i64,
+    ) -> rusqlite::Result<AfterFailure> {
+        let attempts: Option<u32> = host_statement(
+            self.conn,
+            "SELECT attempts FROM main._burrow_queue WHERE id = ?",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+        let Some(attempts) = attempts else {
+            return Ok(AfterFailure::Gone);
+        };
+        let failed = attempts.saturating_add(1);
+        if failed >= max_attempts {
+            host_statement(
+                self.conn,
+                "INSERT INTO main._burrow_dead_letter
+                     (id, type, payload, priority, grp, created_at, attempts, failed_at, error)
+                 SELECT id, type, payload, priority, grp, created_at, ?, ?, ?
+                 FROM main._burrow_queue WHERE id = ?",
+            )?
+            .execute(params![failed, now, error, id])?;
+            self.delete(id)?; // pending: read above, in this transaction
+            return Ok(AfterFailure::DeadLettered);
+        }
+        let at = retry_at(failed);
+        host_statement(
+            self.conn,
+            "UPDATE main._burrow_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
+        )?
+        .execute(params![failed, at, error, id])?;
+        Ok(AfterFailure::Retry(at))
+    }
+
+    /// Up to `limit` events due at `now`, in `mode`'s order, leaving out the
+    /// ids and groups given.
+    ///
+    /// The scan walks the index of the mode's order and stops at `limit` (the
+    /// `+` keeps SQLite from scanning the retry index and sorting instead).
+    pub(crate) fn due_events(
+        &self,
+        mode: QueueMode,
+        now: i64,
+        skip_ids: &[i64],
+        skip_groups: &[&str],
+        limit: usize,
+    ) -> rusqlite::Result<Vec<QueuedEvent>> {
+        let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
+        let groups = serde_json::to_string(skip_groups).unwrap_or_else(|_| "[]".into());
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
+             WHERE +not_before <= ?1
+               AND id NOT IN (SELECT value FROM json_each(?2))
+               AND grp NOT IN (SELECT value FROM json_each(?3))
+             ORDER BY {} LIMIT ?4",
+            order_by(mode)
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        or_empty(|| {
+            host_statement(self.conn, &sql)?
+                .query_map(params![now, ids, groups, limit], event)?
+                .collect()
+        })
+    }
+
+    /// Up to `limit` groups that have pending events, in name order. Each step
+    /// is one index lookup, so this costs nothing like a scan of the queue.
+    pub(crate) fn groups(&self, limit: usize) -> rusqlite::Result<Vec<String>> {
+        or_empty(|| groups_of(self.conn, limit))
+    }
+
+    /// Up to `limit` events of `group` due at `now`, in `mode`'s order (for
+    /// `random`, lower priorities first, then at random), leaving out `skip_ids`.
+    /// Each comes with a random number to merge groups by, in `random` mode.
+    pub(crate) fn group_head(
+        &self,
+        mode: QueueMode,
+        group: &str,
+        now: i64,
+        skip_ids: &[i64],
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(QueuedEvent, i64)>> {
+        let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS}, random() FROM main._burrow_queue
+             WHERE grp = ?1 AND +not_before <= ?2
+               AND id NOT IN (SELECT value FROM json_each(?3))
+             ORDER BY {} LIMIT ?4",
+            order_by(mode)
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        or_empty(|| {
+            host_statement(self.conn, &sql)?
+                .query_map(params![group, now, ids, limit], |row| {
+                    Ok((event(row)?, row.get(9)?))
+                })?
+                .collect()
+        })
+    }
+
+    /// Per group, the events that wait for a retry (not due at `now`). Such an
+    /// event keeps its place: it counts against its group's concurrency.
+    pub(crate) fn waiting_for_retry(&self, now: i64) -> rusqlite::Result<HashMap<String, usize>> {
+        or_empty(|| {
+            host_statement(self.conn, WAITING_FOR_RETRY)?
+                .query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
+                .collect()
+        })
+    }
+
+    /// When the earliest pending event is due (0 for at once), or `None` if
+    /// the queue is empty.
+    pub(crate) fn next_due(&self) -> rusqlite::Result<Option<i64>> {
+        or_empty(|| {
+            host_statement(self.conn, "SELECT min(not_before) FROM main._burrow_queue")?
+                .query_row([], |r| r.get(0))
+        })
+    }
+
+    /// Number of pending events.
+    pub(crate) fn pending_count(&self) -> rusqlite::Result<u64> {
+        or_empty(|| {
+            host_statement(self.conn, "SELECT count(*) FROM main._burrow_queue")?
+                .query_row([], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+        })
+    }
+
+    /// The first `limit` pending events in fifo order.
+    pub(crate) fn pending(&self, limit: usize) -> rusqlite::Result<Vec<QueuedEvent>> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM main._burrow_queue ORDER BY priority, created_at, id LIMIT ?"
+        );
+        or_empty(|| {
+            host_statement(self.conn, &sql)?
+                .query_map([limit as i64], event)?
+                .collect()
+        })
+    }
+
+    /// Up to `limit` pending events whose type is one of `types` (any when
+    /// empty), in fifo order: for a workflow's queue wait.
+    pub(crate) fn pending_of_types(
+        &self,
+        types: &[String],
+        limit: usize,
+    ) -> rusqlite::Result<Vec<QueuedEvent>> {
+        let types = serde_json::to_string(types).unwrap_or_else(|_| "[]".into());
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
+             WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
+             ORDER BY priority, created_at, id LIMIT ?2"
+        );
+        or_empty(|| {
+            host_statement(self.conn, &sql)?
+                .query_map(params![types, limit as i64], event)?
+                .collect()
+        })
+    }
+
+    /// The dead letters, oldest failure first.
+    pub(crate) fn dead_letters(&self, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
+        or_empty(|| dead_letters_of(self.conn, limit))
+    }
+
+    /// Moves dead letter `id` back into the queue with no failed attempts, at
+    /// its old place in the order. Returns whether there was such a dead letter.
+    pub(crate) fn requeue(&self, id: i64) -> rusqlite::Result<bool> {
+        or_empty(|| requeue_dead_letter(self.conn, id))
+    }
+
+    /// Deletes dead letter `id` for good. Returns whether there was one.
+    pub(crate) fn discard(&self, id: i64) -> rusqlite::Result<bool> {
+        or_empty(|| {
+            Ok(host_statement(
+                self.conn,
+                "DELETE FROM main._burrow_dead_letter WHERE id = ?",
+            )?
+            .execute([id])?
+                > 0)
+        })
+    }
+
+    /// The recorded policy, or `None` if the instance has no queue.
+    pub(crate) fn policy(&self) -> rusqlite::Result<Option<QueuePolicy>> {
+        let row: Option<(String, Option<u32>)> = or_empty(|| {
+            host_statement(
+                self.conn,
+                "SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1",
+            )?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+        })?;
+        Ok(row.and_then(|(mode, concurrency)| {
+            Some(QueuePolicy {
+                mode: QueueMode::parse(&mode)?,
+                concurrency,
+            })
+        }))
+    }
+
+    /// Records the policy (once, at creation or at the first start that
+    /// offers one).
+    pub(crate) fn record_policy(&self, policy: &QueuePolicy) -> rusqlite::Result<()> {
+        self.conn.execute_batch(POLICY_SCHEMA)?;
+        host_statement(
+            self.conn,
+            "INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)",
+        )?
+        .execute(params![policy.mode.as_str(), policy.concurrency])?;
+        Ok(())
+    }
 }
 
 fn order_by(mode: QueueMode) -> &'static str {
@@ -223,43 +418,6 @@ fn order_by(mode: QueueMode) -> &'static str {
         QueueMode::Lifo => "priority, created_at DESC, id DESC",
         QueueMode::Random => "priority, random()",
     }
-}
-
-/// Up to `limit` events due at `now`, in `mode`'s order, leaving out the
-/// ids and groups given.
-///
-/// The scan walks the index of the mode's order and stops at `limit` (the
-/// `+` keeps SQLite from scanning the retry index and sorting instead).
-pub(crate) fn due_events(
-    conn: &Connection,
-    mode: QueueMode,
-    now: i64,
-    skip_ids: &[i64],
-    skip_groups: &[&str],
-    limit: usize,
-) -> rusqlite::Result<Vec<QueuedEvent>> {
-    let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
-    let groups = serde_json::to_string(skip_groups).unwrap_or_else(|_| "[]".into());
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
-         WHERE +not_before <= ?1
-           AND id NOT IN (SELECT value FROM json_each(?2))
-           AND grp NOT IN (SELECT value FROM json_each(?3))
-         ORDER BY {} LIMIT ?4",
-        order_by(mode)
-    );
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    or_empty(|| {
-        host_statement(conn, &sql)?
-            .query_map(params![now, ids, groups, limit], event)?
-            .collect()
-    })
-}
-
-/// Up to `limit` groups that have pending events, in name order. Each step
-/// is one index lookup, so this costs nothing like a scan of the queue.
-pub(crate) fn groups(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
-    or_empty(|| groups_of(conn, limit))
 }
 
 fn groups_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
@@ -276,108 +434,11 @@ fn groups_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<String>> {
     stmt.query_map([limit as i64], |r| r.get(0))?.collect()
 }
 
-/// Up to `limit` events of `group` due at `now`, in `mode`'s order (for
-/// `random`, lower priorities first, then at random), leaving out `skip_ids`.
-/// Each comes with a random number to merge groups by, in `random` mode.
-pub(crate) fn group_head(
-    conn: &Connection,
-    mode: QueueMode,
-    group: &str,
-    now: i64,
-    skip_ids: &[i64],
-    limit: usize,
-) -> rusqlite::Result<Vec<(QueuedEvent, i64)>> {
-    let ids = serde_json::to_string(skip_ids).unwrap_or_else(|_| "[]".into());
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS}, random() FROM main._burrow_queue
-         WHERE grp = ?1 AND +not_before <= ?2
-           AND id NOT IN (SELECT value FROM json_each(?3))
-         ORDER BY {} LIMIT ?4",
-        order_by(mode)
-    );
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    or_empty(|| {
-        host_statement(conn, &sql)?
-            .query_map(params![group, now, ids, limit], |row| {
-                Ok((event(row)?, row.get(9)?))
-            })?
-            .collect()
-    })
-}
-
 // Without the hint SQLite prefers a group index, for the GROUP BY, and
 // scans the whole queue.
 const WAITING_FOR_RETRY: &str =
     "SELECT grp, count(*) FROM main._burrow_queue INDEXED BY _burrow_queue_retry
      WHERE not_before > ? GROUP BY grp";
-
-/// Per group, the events that wait for a retry (not due at `now`). Such an
-/// event keeps its place: it counts against its group's concurrency.
-pub(crate) fn waiting_for_retry(
-    conn: &Connection,
-    now: i64,
-) -> rusqlite::Result<HashMap<String, usize>> {
-    or_empty(|| {
-        host_statement(conn, WAITING_FOR_RETRY)?
-            .query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?
-            .collect()
-    })
-}
-
-/// When the earliest pending event is due (0 for at once), or `None` if
-/// the queue is empty.
-pub(crate) fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    or_empty(|| {
-        host_statement(conn, "SELECT min(not_before) FROM main._burrow_queue")?
-            .query_row([], |r| r.get(0))
-    })
-}
-
-/// Number of pending events.
-pub(crate) fn pending_count(conn: &Connection) -> rusqlite::Result<u64> {
-    or_empty(|| {
-        host_statement(conn, "SELECT count(*) FROM main._burrow_queue")?
-            .query_row([], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-    })
-}
-
-/// The first `limit` pending events in fifo order.
-pub(crate) fn pending(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<QueuedEvent>> {
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue ORDER BY priority, created_at, id LIMIT ?"
-    );
-    or_empty(|| {
-        host_statement(conn, &sql)?
-            .query_map([limit as i64], event)?
-            .collect()
-    })
-}
-
-/// Up to `limit` pending events whose type is one of `types` (any when
-/// empty), in fifo order: for a workflow's queue wait.
-pub(crate) fn pending_of_types(
-    conn: &Connection,
-    types: &[String],
-    limit: usize,
-) -> rusqlite::Result<Vec<QueuedEvent>> {
-    let types = serde_json::to_string(types).unwrap_or_else(|_| "[]".into());
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM main._burrow_queue
-         WHERE json_array_length(?1) = 0 OR type IN (SELECT value FROM json_each(?1))
-         ORDER BY priority, created_at, id LIMIT ?2"
-    );
-    or_empty(|| {
-        host_statement(conn, &sql)?
-            .query_map(params![types, limit as i64], event)?
-            .collect()
-    })
-}
-
-/// The dead letters, oldest failure first.
-pub(crate) fn dead_letters(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
-    or_empty(|| dead_letters_of(conn, limit))
-}
 
 fn dead_letters_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<DeadLetter>> {
     host_statement(
@@ -401,12 +462,6 @@ fn dead_letters_of(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Dead
     .collect()
 }
 
-/// Moves dead letter `id` back into the queue with no failed attempts, at
-/// its old place in the order. Returns whether there was such a dead letter.
-pub(crate) fn requeue(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    or_empty(|| requeue_dead_letter(conn, id))
-}
-
 fn requeue_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     let moved = host_statement(
         conn,
@@ -419,50 +474,10 @@ fn requeue_dead_letter(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
     Ok(moved > 0)
 }
 
-/// Deletes dead letter `id` for good. Returns whether there was one.
-pub(crate) fn discard(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    or_empty(|| {
-        Ok(
-            host_statement(conn, "DELETE FROM main._burrow_dead_letter WHERE id = ?")?
-                .execute([id])?
-                > 0,
-        )
-    })
-}
-
-/// The recorded policy, or `None` if the instance has no queue.
-pub(crate) fn policy(conn: &Connection) -> rusqlite::Result<Option<QueuePolicy>> {
-    let row: Option<(String, Option<u32>)> = or_empty(|| {
-        host_statement(
-            conn,
-            "SELECT mode, concurrency FROM main._burrow_queue_policy WHERE id = 1",
-        )?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-    })?;
-    Ok(row.and_then(|(mode, concurrency)| {
-        Some(QueuePolicy {
-            mode: QueueMode::parse(&mode)?,
-            concurrency,
-        })
-    }))
-}
-
-/// Records the policy (once, at creation or at the first start that
-/// offers one).
-pub(crate) fn record_policy(conn: &Connection, policy: &QueuePolicy) -> rusqlite::Result<()> {
-    conn.execute_batch(POLICY_SCHEMA)?;
-    host_statement(
-        conn,
-        "INSERT INTO main._burrow_queue_policy (id, mode, concurrency) VALUES (1, ?, ?)",
-    )?
-    .execute(params![policy.mode.as_str(), policy.concurrency])?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::HostTables;
 
     fn queue() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
@@ -476,44 +491,46 @@ mod tests {
     #[test]
     fn a_queue_without_tables_is_empty_until_its_first_append() {
         let conn = Connection::open_in_memory().unwrap();
-        assert_eq!(pending_count(&conn).unwrap(), 0);
-        assert_eq!(next_due(&conn).unwrap(), None);
-        assert!(pending(&conn, 10).unwrap().is_empty());
-        assert!(pending_of_types(&conn, &[], 10).unwrap().is_empty());
+        assert_eq!(conn.queue().pending_count().unwrap(), 0);
+        assert_eq!(conn.queue().next_due().unwrap(), None);
+        assert!(conn.queue().pending(10).unwrap().is_empty());
+        assert!(conn.queue().pending_of_types(&[], 10).unwrap().is_empty());
         assert!(
-            due_events(&conn, QueueMode::Fifo, 0, &[], &[], 10)
+            conn.queue()
+                .due_events(QueueMode::Fifo, 0, &[], &[], 10)
                 .unwrap()
                 .is_empty()
         );
-        assert!(groups(&conn, 10).unwrap().is_empty());
+        assert!(conn.queue().groups(10).unwrap().is_empty());
         assert!(
-            group_head(&conn, QueueMode::Fifo, "", 0, &[], 10)
+            conn.queue()
+                .group_head(QueueMode::Fifo, "", 0, &[], 10)
                 .unwrap()
                 .is_empty()
         );
-        assert!(waiting_for_retry(&conn, 0).unwrap().is_empty());
-        assert!(dead_letters(&conn, 10).unwrap().is_empty());
-        assert!(!requeue(&conn, 1).unwrap());
-        assert!(!discard(&conn, 1).unwrap());
-        assert_eq!(policy(&conn).unwrap(), None);
-        assert!(!has_schema(&conn).unwrap());
+        assert!(conn.queue().waiting_for_retry(0).unwrap().is_empty());
+        assert!(conn.queue().dead_letters(10).unwrap().is_empty());
+        assert!(!conn.queue().requeue(1).unwrap());
+        assert!(!conn.queue().discard(1).unwrap());
+        assert_eq!(conn.queue().policy().unwrap(), None);
+        assert!(!conn.queue().has_schema().unwrap());
         // Other errors are not taken for an empty queue.
         conn.execute_batch("CREATE TABLE _burrow_queue (x)")
             .unwrap();
-        assert!(pending(&conn, 10).is_err());
+        assert!(conn.queue().pending(10).is_err());
         conn.execute_batch("DROP TABLE _burrow_queue").unwrap();
 
         let id = push(&conn, "a", 0, None, 5);
-        assert!(has_schema(&conn).unwrap());
-        assert_eq!(pending_count(&conn).unwrap(), 1);
-        assert_eq!(next_due(&conn).unwrap(), Some(0));
-        assert_eq!(pending(&conn, 10).unwrap()[0].id, id);
+        assert!(conn.queue().has_schema().unwrap());
+        assert_eq!(conn.queue().pending_count().unwrap(), 1);
+        assert_eq!(conn.queue().next_due().unwrap(), Some(0));
+        assert_eq!(conn.queue().pending(10).unwrap()[0].id, id);
         let fifo = QueuePolicy {
             mode: QueueMode::Fifo,
             concurrency: None,
         };
-        record_policy(&conn, &fifo).unwrap();
-        assert_eq!(policy(&conn).unwrap(), Some(fifo));
+        conn.queue().record_policy(&fifo).unwrap();
+        assert_eq!(conn.queue().policy().unwrap(), Some(fifo));
     }
 
     fn push(conn: &Connection, kind: &str, priority: i32, group: Option<&str>, at: i64) -> i64 {
@@ -523,7 +540,7 @@ mod tests {
             priority,
             group: group.map(Into::into),
         };
-        append(conn, &event, at, 100).unwrap()
+        conn.queue().append(&event, at, 100).unwrap()
     }
 
     fn types(events: &[QueuedEvent]) -> Vec<&str> {
@@ -534,9 +551,9 @@ mod tests {
     fn an_event_is_deleted_once() {
         let conn = queue();
         let id = push(&conn, "a", 0, None, 1);
-        assert!(delete(&conn, id).unwrap());
+        assert!(conn.queue().delete(id).unwrap());
         assert!(
-            !delete(&conn, id).unwrap(),
+            !conn.queue().delete(id).unwrap(),
             "a second deletion is told apart"
         );
     }
@@ -548,11 +565,20 @@ mod tests {
         push(&conn, "b", 0, None, 2);
         push(&conn, "c", 5, None, 3);
         push(&conn, "d", 0, None, 3);
-        let fifo = due_events(&conn, QueueMode::Fifo, 10, &[], &[], 10).unwrap();
+        let fifo = conn
+            .queue()
+            .due_events(QueueMode::Fifo, 10, &[], &[], 10)
+            .unwrap();
         assert_eq!(types(&fifo), ["b", "d", "a", "c"]);
-        let lifo = due_events(&conn, QueueMode::Lifo, 10, &[], &[], 10).unwrap();
+        let lifo = conn
+            .queue()
+            .due_events(QueueMode::Lifo, 10, &[], &[], 10)
+            .unwrap();
         assert_eq!(types(&lifo), ["d", "b", "c", "a"]);
-        let random = due_events(&conn, QueueMode::Random, 10, &[], &[], 10).unwrap();
+        let random = conn
+            .queue()
+            .due_events(QueueMode::Random, 10, &[], &[], 10)
+            .unwrap();
         let mut first: Vec<_> = types(&random[..2]).to_vec();
         first.sort();
         assert_eq!(first, ["b", "d"], "priority still comes first");
@@ -564,11 +590,20 @@ mod tests {
         let a = push(&conn, "a", 0, Some("g"), 1);
         push(&conn, "b", 0, Some("g"), 2);
         push(&conn, "c", 0, None, 3);
-        let due = due_events(&conn, QueueMode::Fifo, 10, &[a], &[], 10).unwrap();
+        let due = conn
+            .queue()
+            .due_events(QueueMode::Fifo, 10, &[a], &[], 10)
+            .unwrap();
         assert_eq!(types(&due), ["b", "c"]);
-        let due = due_events(&conn, QueueMode::Fifo, 10, &[], &["g"], 10).unwrap();
+        let due = conn
+            .queue()
+            .due_events(QueueMode::Fifo, 10, &[], &["g"], 10)
+            .unwrap();
         assert_eq!(types(&due), ["c"]);
-        let due = due_events(&conn, QueueMode::Fifo, 10, &[], &[""], 10).unwrap();
+        let due = conn
+            .queue()
+            .due_events(QueueMode::Fifo, 10, &[], &[""], 10)
+            .unwrap();
         assert_eq!(
             types(&due),
             ["a", "b"],
@@ -583,10 +618,11 @@ mod tests {
         push(&conn, "b1", 3, Some("b"), 2);
         push(&conn, "a2", 0, Some("a"), 3);
         push(&conn, "d1", 0, None, 4);
-        assert_eq!(groups(&conn, 10).unwrap(), ["", "a", "b"]);
-        assert_eq!(groups(&conn, 2).unwrap(), ["", "a"]);
+        assert_eq!(conn.queue().groups(10).unwrap(), ["", "a", "b"]);
+        assert_eq!(conn.queue().groups(2).unwrap(), ["", "a"]);
         let head = |mode, group: &str, skip: &[i64]| -> Vec<String> {
-            group_head(&conn, mode, group, 10, skip, 10)
+            conn.queue()
+                .group_head(mode, group, 10, skip, 10)
                 .unwrap()
                 .into_iter()
                 .map(|(e, _)| e.event_type)
@@ -620,10 +656,10 @@ mod tests {
             priority: 0,
             group: None,
         };
-        append(&conn, &event, 1, 2).unwrap();
-        append(&conn, &event, 1, 2).unwrap();
+        conn.queue().append(&event, 1, 2).unwrap();
+        conn.queue().append(&event, 1, 2).unwrap();
         assert!(matches!(
-            append(&conn, &event, 1, 2),
+            conn.queue().append(&event, 1, 2),
             Err(AppendError::Full(2))
         ));
     }
@@ -632,33 +668,45 @@ mod tests {
     fn failures_back_off_then_dead_letter_and_requeue_keeps_the_place() {
         let conn = queue();
         let id = push(&conn, "a", 0, Some("g"), 1);
-        let after = record_failure(&conn, id, "boom", 100, 3, |n| 100 + n as i64 * 10).unwrap();
+        let after = conn
+            .queue()
+            .record_failure(id, "boom", 100, 3, |n| 100 + n as i64 * 10)
+            .unwrap();
         assert_eq!(after, AfterFailure::Retry(110));
         assert!(
-            due_events(&conn, QueueMode::Fifo, 105, &[], &[], 10)
+            conn.queue()
+                .due_events(QueueMode::Fifo, 105, &[], &[], 10)
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(waiting_for_retry(&conn, 105).unwrap()["g"], 1);
-        assert_eq!(next_due(&conn).unwrap(), Some(110));
-        let event = &due_events(&conn, QueueMode::Fifo, 110, &[], &[], 10).unwrap()[0];
+        assert_eq!(conn.queue().waiting_for_retry(105).unwrap()["g"], 1);
+        assert_eq!(conn.queue().next_due().unwrap(), Some(110));
+        let event = &conn
+            .queue()
+            .due_events(QueueMode::Fifo, 110, &[], &[], 10)
+            .unwrap()[0];
         assert_eq!(
             (event.attempts, event.last_error.as_deref()),
             (1, Some("boom"))
         );
-        record_failure(&conn, id, "boom", 120, 3, |_| 0).unwrap();
-        let after = record_failure(&conn, id, "last", 130, 3, |_| 0).unwrap();
+        conn.queue()
+            .record_failure(id, "boom", 120, 3, |_| 0)
+            .unwrap();
+        let after = conn
+            .queue()
+            .record_failure(id, "last", 130, 3, |_| 0)
+            .unwrap();
         assert_eq!(after, AfterFailure::DeadLettered);
-        assert_eq!(next_due(&conn).unwrap(), None);
-        let dead = dead_letters(&conn, 10).unwrap();
+        assert_eq!(conn.queue().next_due().unwrap(), None);
+        let dead = conn.queue().dead_letters(10).unwrap();
         assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
         assert_eq!(dead[0].error, "last");
-        assert!(requeue(&conn, id).unwrap());
-        assert!(!requeue(&conn, id).unwrap());
-        let back = &pending(&conn, 10).unwrap()[0];
+        assert!(conn.queue().requeue(id).unwrap());
+        assert!(!conn.queue().requeue(id).unwrap());
+        let back = &conn.queue().pending(10).unwrap()[0];
         assert_eq!((back.id, back.attempts, back.created_at), (id, 0, 1));
         assert_eq!(
-            record_failure(&conn, 999, "x", 1, 3, |_| 0).unwrap(),
+            conn.queue().record_failure(999, "x", 1, 3, |_| 0).unwrap(),
             AfterFailure::Gone
         );
     }

@@ -16,6 +16,7 @@ pub(crate) fn is_internal(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::HostTables;
 
     /// Every host statement on an instance database names `main.`, so that
     /// no object a guest makes in `temp` can shadow the host's tables.
@@ -123,38 +124,42 @@ mod tests {
             priority: 0,
             group: None,
         };
-        let first = queue::append(conn, &event, 10, 100).unwrap();
-        let second = queue::append(conn, &event, 10, 100).unwrap();
-        assert_eq!(queue::pending_count(conn).unwrap(), 2);
-        assert_eq!(queue::next_due(conn).unwrap(), Some(0));
-        assert_eq!(queue::pending(conn, 10).unwrap().len(), 2);
+        let first = conn.queue().append(&event, 10, 100).unwrap();
+        let second = conn.queue().append(&event, 10, 100).unwrap();
+        assert_eq!(conn.queue().pending_count().unwrap(), 2);
+        assert_eq!(conn.queue().next_due().unwrap(), Some(0));
+        assert_eq!(conn.queue().pending(10).unwrap().len(), 2);
         assert_eq!(
-            queue::record_failure(conn, first, "no", 11, 1, |_| 0).unwrap(),
+            conn.queue()
+                .record_failure(first, "no", 11, 1, |_| 0)
+                .unwrap(),
             queue::AfterFailure::DeadLettered
         );
-        assert_eq!(queue::dead_letters(conn, 10).unwrap().len(), 1);
-        assert!(queue::requeue(conn, first).unwrap());
-        queue::delete(conn, second).unwrap();
-        assert_eq!(queue::pending_count(conn).unwrap(), 1);
-        let id = schedule::add(conn, "go", "[]", 5, None, 1, 100).unwrap();
-        assert_eq!(schedule::pending(conn).unwrap().len(), 1);
-        let due = schedule::next_due(conn, 6)
+        assert_eq!(conn.queue().dead_letters(10).unwrap().len(), 1);
+        assert!(conn.queue().requeue(first).unwrap());
+        conn.queue().delete(second).unwrap();
+        assert_eq!(conn.queue().pending_count().unwrap(), 1);
+        let id = conn.schedules().add("go", "[]", 5, None, 1, 100).unwrap();
+        assert_eq!(conn.schedules().pending().unwrap().len(), 1);
+        let due = conn
+            .schedules()
+            .next_due(6)
             .unwrap()
             .expect("a due schedule");
         assert_eq!(due.id, id);
-        schedule::done(conn, &due, 6).unwrap();
-        assert_eq!(schedule::earliest(conn).unwrap(), None);
-        workflow::start(conn, "{}", 1).unwrap();
-        assert!(workflow::record(conn).unwrap().is_some());
-        workflow::set_status(
-            conn,
-            workflow::WorkflowStatus::Completed,
-            Some("1"),
-            None,
-            None,
-            2,
-        )
-        .unwrap();
+        conn.schedules().done(&due, 6).unwrap();
+        assert_eq!(conn.schedules().earliest().unwrap(), None);
+        conn.workflow().start("{}", 1).unwrap();
+        assert!(conn.workflow().record().unwrap().is_some());
+        conn.workflow()
+            .set_status(
+                workflow::WorkflowStatus::Completed,
+                Some("1"),
+                None,
+                None,
+                2,
+            )
+            .unwrap();
         let entry = workflow::HistoryEntry {
             location: "0".into(),
             kind: workflow::EntryKind::Step,
@@ -168,12 +173,12 @@ mod tests {
             wake_at: None,
             updated_at: 2,
         };
-        workflow::put_entry(conn, &entry).unwrap();
-        workflow::put_entry(conn, &entry).unwrap();
-        assert!(workflow::entry(conn, "0").unwrap().is_some());
-        assert_eq!(workflow::history(conn, 10).unwrap().len(), 1);
-        assert_eq!(workflow::delete_under(conn, "0", None).unwrap(), 1);
-        assert_eq!(workflow::history_len(conn).unwrap(), 0);
+        conn.workflow().put_entry(&entry).unwrap();
+        conn.workflow().put_entry(&entry).unwrap();
+        assert!(conn.workflow().entry("0").unwrap().is_some());
+        assert_eq!(conn.workflow().history(10).unwrap().len(), 1);
+        assert_eq!(conn.workflow().delete_under("0", None).unwrap(), 1);
+        assert_eq!(conn.workflow().history_len().unwrap(), 0);
 
         let fired: i64 = conn
             .query_row("SELECT count(*) FROM temp.fired", [], |r| r.get(0))
