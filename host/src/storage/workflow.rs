@@ -10,10 +10,15 @@
 //! branch 1 of the join at `5`. A step's entry is written in the
 //! transaction that commits the step's own writes.
 //!
-//! `_burrow_workflow_requests` holds the outgoing HTTP requests of steps
-//! (method, authority, status, outcome, duration), written with the
-//! entry of the attempt that sent them, the last [`MAX_STEP_REQUESTS`]
-//! per step: the inspector's timeline shows them.
+//! A step's entry also holds the outgoing HTTP requests of its attempts
+//! (method, authority, status, outcome, duration), written with the entry
+//! of the attempt that sent them, the last [`MAX_STEP_REQUESTS`] of the
+//! step: the inspector's timeline shows them. They are in the entry's own
+//! row (its `requests` column), so a step that sent a request writes no
+//! page besides its entry's for them. Instances made before that column
+//! get it when a step first records a request, and may hold earlier
+//! requests in a table of their own (`_burrow_workflow_requests`), which
+//! is read beside the column and emptied step by step as steps retry.
 
 use super::sandbox::{has_host_table, host_statement};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -45,31 +50,25 @@ CREATE TABLE IF NOT EXISTS main._burrow_workflow_history (
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
     wake_at INTEGER,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    requests TEXT
 );
 ";
+
+/// Gives the history of an instance made before the `requests` column
+/// that column.
+const ADD_REQUESTS_COLUMN: &str =
+    "ALTER TABLE main._burrow_workflow_history ADD COLUMN requests TEXT";
 
 /// At most this many outgoing requests of one step are recorded per
 /// attempt, and kept per step (the last ones).
 pub(crate) const MAX_STEP_REQUESTS: usize = 32;
 
-/// The outgoing HTTP requests of steps, made when a step first records
-/// one (instances made before it have no such table until then).
-const REQUESTS_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS main._burrow_workflow_requests (
-    seq INTEGER PRIMARY KEY,
-    location TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    method TEXT NOT NULL,
-    authority TEXT NOT NULL,
-    status INTEGER,
-    outcome TEXT NOT NULL,
-    duration_ms INTEGER,
-    at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS main._burrow_workflow_requests_location
-    ON _burrow_workflow_requests (location, seq);
-";
+/// The table where instances of before the history's `requests` column
+/// kept the requests of steps (`seq`, `location`, then the columns of
+/// [`StepRequestRow`]). Nothing writes it now; it is read, and a step's
+/// rows move to the step's entry when the step retries.
+const OLD_REQUESTS_TABLE: &str = "_burrow_workflow_requests";
 
 /// One outgoing request of a step's attempt, as the workflow view shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,13 +90,89 @@ pub struct StepRequestRow {
     pub at: i64,
 }
 
-/// Whether the requests' table exists.
-fn has_requests(conn: &Connection) -> rusqlite::Result<bool> {
-    host_statement(
+/// A step's requests as its entry's `requests` column holds them: a JSON
+/// array of `[attempt, method, authority, status, outcome, duration_ms,
+/// at]`, shorter than objects and apart from the names the views show.
+type StoredRequest = (i64, String, String, Option<i64>, String, Option<i64>, i64);
+
+fn to_column(rows: &[StepRequestRow]) -> rusqlite::Result<String> {
+    let stored: Vec<StoredRequest> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.attempt,
+                r.method.clone(),
+                r.authority.clone(),
+                r.status,
+                r.outcome.clone(),
+                r.duration_ms,
+                r.at,
+            )
+        })
+        .collect();
+    serde_json::to_string(&stored).map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))
+}
+
+fn from_column(text: &str) -> rusqlite::Result<Vec<StepRequestRow>> {
+    let stored: Vec<StoredRequest> = serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+    })?;
+    Ok(stored
+        .into_iter()
+        .map(
+            |(attempt, method, authority, status, outcome, duration_ms, at)| StepRequestRow {
+                attempt,
+                method,
+                authority,
+                status,
+                outcome,
+                duration_ms,
+                at,
+            },
+        )
+        .collect())
+}
+
+/// Whether the history has its `requests` column (looked up without a
+/// statement, in the schema the connection holds).
+fn has_requests_column(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.column_exists(Some("main"), "_burrow_workflow_history", "requests")
+}
+
+/// The requests the old table holds for `location` (all of them without
+/// one), oldest first.
+fn old_requests(
+    conn: &Connection,
+    location: Option<&str>,
+    history_limit: usize,
+) -> rusqlite::Result<Vec<(String, StepRequestRow)>> {
+    if !has_host_table(conn, OLD_REQUESTS_TABLE)? {
+        return Ok(Vec::new());
+    }
+    let mut select = host_statement(
         conn,
-        "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = '_burrow_workflow_requests'",
-    )?
-    .exists([])
+        "SELECT location, attempt, method, authority, status, outcome, duration_ms, at
+         FROM main._burrow_workflow_requests WHERE location IN
+         (SELECT location FROM main._burrow_workflow_history
+          WHERE ?1 IS NULL OR location = ?1 ORDER BY seq LIMIT ?2)
+         ORDER BY seq",
+    )?;
+    select
+        .query_map(params![location, history_limit as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                StepRequestRow {
+                    attempt: r.get(1)?,
+                    method: r.get(2)?,
+                    authority: r.get(3)?,
+                    status: r.get(4)?,
+                    outcome: r.get(5)?,
+                    duration_ms: r.get(6)?,
+                    at: r.get(7)?,
+                },
+            ))
+        })?
+        .collect()
 }
 
 /// Where a workflow is.
@@ -303,8 +378,9 @@ impl<'c> WorkflowTables<'c> {
 }
 
 impl WorkflowTables<'_> {
-    /// Records the requests an attempt of the step at `location` sent, and
-    /// keeps the step's last [`MAX_STEP_REQUESTS`].
+    /// Records the requests an attempt of the step at `location` sent in
+    /// the step's entry (written before), and keeps the step's last
+    /// [`MAX_STEP_REQUESTS`].
     pub(crate) fn record_requests(
         &self,
         location: &str,
@@ -313,43 +389,54 @@ impl WorkflowTables<'_> {
         if rows.is_empty() {
             return Ok(());
         }
-        // Looked up without a statement, as it runs after every step that
-        // sent a request: a stale "no" meets the table's `IF NOT EXISTS`.
-        if !has_host_table(self.conn, "_burrow_workflow_requests")? {
-            self.conn.execute_batch(REQUESTS_SCHEMA)?;
+        if !has_requests_column(self.conn)? {
+            self.conn.execute_batch(ADD_REQUESTS_COLUMN)?;
         }
-        let mut insert = host_statement(
-            self.conn,
-            "INSERT INTO main._burrow_workflow_requests
-             (location, attempt, method, authority, status, outcome, duration_ms, at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )?;
-        for r in rows {
-            insert.execute(params![
-                location,
-                r.attempt,
-                r.method,
-                r.authority,
-                r.status,
-                r.outcome,
-                r.duration_ms,
-                r.at
-            ])?;
-        }
-        // A first attempt finds none of its step's before it (an attempt that
-        // did not end rolled its own back), and sends at most the limit.
+        // A first attempt finds none of its step's before it (an attempt
+        // that did not end rolled its own back), and sends at most the
+        // limit; a retry adds to those of the attempts before it.
         let first_attempt = rows.iter().all(|r| r.attempt <= 1);
-        if first_attempt && rows.len() <= MAX_STEP_REQUESTS {
-            return Ok(());
-        }
+        let column = if first_attempt && rows.len() <= MAX_STEP_REQUESTS {
+            to_column(rows)?
+        } else {
+            let mut kept = self.requests_of(location)?;
+            kept.extend_from_slice(rows);
+            let older = kept.len().saturating_sub(MAX_STEP_REQUESTS);
+            kept.drain(..older);
+            if has_host_table(self.conn, OLD_REQUESTS_TABLE)? {
+                host_statement(
+                    self.conn,
+                    "DELETE FROM main._burrow_workflow_requests WHERE location = ?",
+                )?
+                .execute([location])?;
+            }
+            to_column(&kept)?
+        };
         host_statement(
             self.conn,
-            "DELETE FROM main._burrow_workflow_requests WHERE location = ?1 AND seq NOT IN
-             (SELECT seq FROM main._burrow_workflow_requests WHERE location = ?1
-              ORDER BY seq DESC LIMIT ?2)",
+            "UPDATE main._burrow_workflow_history SET requests = ? WHERE location = ?",
         )?
-        .execute(params![location, MAX_STEP_REQUESTS as i64])?;
+        .execute(params![column, location])?;
         Ok(())
+    }
+
+    /// The requests recorded for the step at `location`, oldest first.
+    fn requests_of(&self, location: &str) -> rusqlite::Result<Vec<StepRequestRow>> {
+        let mut rows: Vec<StepRequestRow> = old_requests(self.conn, Some(location), 1)?
+            .into_iter()
+            .map(|(_, row)| row)
+            .collect();
+        let column: Option<String> = host_statement(
+            self.conn,
+            "SELECT requests FROM main._burrow_workflow_history WHERE location = ?",
+        )?
+        .query_row([location], |r| r.get(0))
+        .optional()?
+        .flatten();
+        if let Some(text) = column {
+            rows.extend(from_column(&text)?);
+        }
+        Ok(rows)
     }
 
     /// The recorded requests of the first `limit` entries of the history, by
@@ -359,33 +446,27 @@ impl WorkflowTables<'_> {
         limit: usize,
     ) -> rusqlite::Result<std::collections::BTreeMap<String, Vec<StepRequestRow>>> {
         let mut by_location = std::collections::BTreeMap::<String, Vec<StepRequestRow>>::new();
-        if !has_requests(self.conn)? {
+        for (location, row) in old_requests(self.conn, None, limit)? {
+            by_location.entry(location).or_default().push(row);
+        }
+        if !has_requests_column(self.conn)? {
             return Ok(by_location);
         }
         let mut select = host_statement(
             self.conn,
-            "SELECT location, attempt, method, authority, status, outcome, duration_ms, at
-             FROM main._burrow_workflow_requests WHERE location IN
-             (SELECT location FROM main._burrow_workflow_history ORDER BY seq LIMIT ?)
-             ORDER BY seq",
+            "SELECT location, requests FROM
+             (SELECT location, requests FROM main._burrow_workflow_history ORDER BY seq LIMIT ?)
+             WHERE requests IS NOT NULL",
         )?;
-        let rows = select.query_map([limit as i64], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                StepRequestRow {
-                    attempt: r.get(1)?,
-                    method: r.get(2)?,
-                    authority: r.get(3)?,
-                    status: r.get(4)?,
-                    outcome: r.get(5)?,
-                    duration_ms: r.get(6)?,
-                    at: r.get(7)?,
-                },
-            ))
+        let columns = select.query_map([limit as i64], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?;
-        for row in rows {
-            let (location, request) = row?;
-            by_location.entry(location).or_default().push(request);
+        for column in columns {
+            let (location, text) = column?;
+            by_location
+                .entry(location)
+                .or_default()
+                .extend(from_column(&text)?);
         }
         Ok(by_location)
     }
@@ -511,7 +592,7 @@ impl WorkflowTables<'_> {
     /// except those under `keep` (another such prefix).
     pub(crate) fn delete_under(&self, prefix: &str, keep: Option<&str>) -> rusqlite::Result<usize> {
         // Locations hold digits and `/` only, so the prefixes need no escaping.
-        if has_requests(self.conn)? {
+        if has_host_table(self.conn, OLD_REQUESTS_TABLE)? {
             host_statement(
                 self.conn,
                 "DELETE FROM main._burrow_workflow_requests
@@ -642,6 +723,107 @@ mod tests {
         let by_location = conn.workflow().requests(10).unwrap();
         assert!(!by_location.contains_key("1/3/0"));
         assert!(by_location.contains_key("0"));
+    }
+
+    /// The history and the requests' table as instances made before the
+    /// `requests` column have them.
+    const OLD_SCHEMA: &str = "
+        CREATE TABLE main._burrow_workflow_history (
+            seq INTEGER PRIMARY KEY,
+            location TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            output TEXT,
+            failure_kind TEXT,
+            error_code TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            wake_at INTEGER,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE main._burrow_workflow_requests (
+            seq INTEGER PRIMARY KEY,
+            location TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            method TEXT NOT NULL,
+            authority TEXT NOT NULL,
+            status INTEGER,
+            outcome TEXT NOT NULL,
+            duration_ms INTEGER,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX main._burrow_workflow_requests_location
+            ON _burrow_workflow_requests (location, seq);
+    ";
+
+    #[test]
+    fn requests_of_an_instance_made_before_the_column_are_read_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(OLD_SCHEMA).unwrap();
+        let entry = |location: &str| HistoryEntry {
+            location: location.into(),
+            kind: EntryKind::Step,
+            name: "charge".into(),
+            status: EntryStatus::Retrying,
+            output: None,
+            failure_kind: None,
+            error_code: None,
+            error: None,
+            attempts: 1,
+            wake_at: None,
+            updated_at: 1,
+        };
+        let row = |attempt: i64, at: i64| StepRequestRow {
+            attempt,
+            method: "POST".into(),
+            authority: "http://127.0.0.1:9".into(),
+            status: Some(503),
+            outcome: "answered".into(),
+            duration_ms: Some(2),
+            at,
+        };
+        conn.workflow().put_entry(&entry("0")).unwrap();
+        conn.workflow().put_entry(&entry("1")).unwrap();
+        for (location, at) in [("0", 10), ("0", 11), ("1", 12)] {
+            conn.execute(
+                "INSERT INTO _burrow_workflow_requests
+                 (location, attempt, method, authority, status, outcome, duration_ms, at)
+                 VALUES (?, 1, 'POST', 'http://127.0.0.1:9', 503, 'answered', 2, ?)",
+                params![location, at],
+            )
+            .unwrap();
+        }
+        let old = |conn: &Connection| conn.workflow().requests(10).unwrap();
+        let before = old(&conn);
+        assert_eq!(before["0"], [row(1, 10), row(1, 11)]);
+        assert_eq!(before["1"], [row(1, 12)]);
+        // A reader of the old file sees the same, without the column.
+        let reader =
+            Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        assert_eq!(old(&reader), before);
+
+        // Step 0 retries: its old rows move to its entry, after which
+        // come the retry's own; step 1's stay where they were.
+        conn.workflow().record_requests("0", &[row(2, 20)]).unwrap();
+        let after = old(&conn);
+        assert_eq!(after["0"], [row(1, 10), row(1, 11), row(2, 20)]);
+        assert_eq!(after["1"], [row(1, 12)]);
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM _burrow_workflow_requests", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(left, 1);
+        // A new step's requests go to its entry.
+        conn.workflow().put_entry(&entry("2")).unwrap();
+        conn.workflow().record_requests("2", &[row(1, 30)]).unwrap();
+        assert_eq!(old(&conn)["2"], [row(1, 30)]);
+        // Deleting a step's entries takes both kinds of rows with them.
+        conn.workflow().delete_under("", Some("2")).unwrap();
+        assert_eq!(old(&conn).keys().collect::<Vec<_>>(), ["2"]);
     }
 
     #[test]
