@@ -139,6 +139,21 @@ fn has_requests_column(conn: &Connection) -> rusqlite::Result<bool> {
     conn.column_exists(Some("main"), "_burrow_workflow_history", "requests")
 }
 
+/// Adds the history's `requests` column. The schema a connection holds
+/// can be older than the file's (another connection changed the file
+/// since this one last read it), so the column may be there already: the
+/// `ALTER` then fails with SQLite's "duplicate column name", the answer
+/// wanted.
+fn add_requests_column(conn: &Connection) -> rusqlite::Result<()> {
+    match conn.execute_batch(ADD_REQUESTS_COLUMN) {
+        Err(
+            rusqlite::Error::SqliteFailure(_, Some(msg))
+            | rusqlite::Error::SqlInputError { msg, .. },
+        ) if msg.starts_with("duplicate column name") => Ok(()),
+        other => other,
+    }
+}
+
 /// The requests the old table holds for `location` (all of them without
 /// one), oldest first.
 fn old_requests(
@@ -390,7 +405,7 @@ impl WorkflowTables<'_> {
             return Ok(());
         }
         if !has_requests_column(self.conn)? {
-            self.conn.execute_batch(ADD_REQUESTS_COLUMN)?;
+            add_requests_column(self.conn)?;
         }
         // A first attempt finds none of its step's before it (an attempt
         // that did not end rolled its own back), and sends at most the
@@ -824,6 +839,54 @@ mod tests {
         // Deleting a step's entries takes both kinds of rows with them.
         conn.workflow().delete_under("", Some("2")).unwrap();
         assert_eq!(old(&conn).keys().collect::<Vec<_>>(), ["2"]);
+    }
+
+    #[test]
+    fn a_connection_behind_the_file_finds_the_requests_column_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let behind = Connection::open(&path).unwrap();
+        behind.execute_batch(OLD_SCHEMA).unwrap();
+        let entry = HistoryEntry {
+            location: "0".into(),
+            kind: EntryKind::Step,
+            name: "charge".into(),
+            status: EntryStatus::Done,
+            output: None,
+            failure_kind: None,
+            error_code: None,
+            error: None,
+            attempts: 1,
+            wake_at: None,
+            updated_at: 1,
+        };
+        behind.workflow().put_entry(&entry).unwrap();
+        // Another connection adds the column; the first one's schema in
+        // memory does not have it until it reads the file again.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(ADD_REQUESTS_COLUMN)
+            .unwrap();
+        assert!(!has_requests_column(&behind).unwrap());
+        let row = StepRequestRow {
+            attempt: 1,
+            method: "POST".into(),
+            authority: "http://127.0.0.1:9".into(),
+            status: Some(200),
+            outcome: "answered".into(),
+            duration_ms: Some(1),
+            at: 2,
+        };
+        behind
+            .workflow()
+            .record_requests("0", std::slice::from_ref(&row))
+            .unwrap();
+        assert_eq!(behind.workflow().requests(10).unwrap()["0"], [row]);
+        // Any other failure of the `ALTER` is still one.
+        behind
+            .execute_batch("DROP TABLE _burrow_workflow_history")
+            .unwrap();
+        assert!(add_requests_column(&behind).is_err());
     }
 
     #[test]
