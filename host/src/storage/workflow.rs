@@ -55,8 +55,8 @@ CREATE TABLE IF NOT EXISTS main._burrow_workflow_history (
 );
 ";
 
-/// Gives the history of an instance made before the `requests` column
-/// that column.
+/// Adds the `requests` column to the history of an instance made before
+/// it.
 const ADD_REQUESTS_COLUMN: &str =
     "ALTER TABLE main._burrow_workflow_history ADD COLUMN requests TEXT";
 
@@ -95,16 +95,17 @@ pub struct StepRequestRow {
 /// at]`, shorter than objects and apart from the names the views show.
 type StoredRequest = (i64, String, String, Option<i64>, String, Option<i64>, i64);
 
+/// `rows` as the `requests` column holds them.
 fn to_column(rows: &[StepRequestRow]) -> rusqlite::Result<String> {
-    let stored: Vec<StoredRequest> = rows
+    let stored: Vec<_> = rows
         .iter()
         .map(|r| {
             (
                 r.attempt,
-                r.method.clone(),
-                r.authority.clone(),
+                &r.method,
+                &r.authority,
                 r.status,
-                r.outcome.clone(),
+                &r.outcome,
                 r.duration_ms,
                 r.at,
             )
@@ -113,6 +114,7 @@ fn to_column(rows: &[StepRequestRow]) -> rusqlite::Result<String> {
     serde_json::to_string(&stored).map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))
 }
 
+/// The rows a `requests` column holds.
 fn from_column(text: &str) -> rusqlite::Result<Vec<StepRequestRow>> {
     let stored: Vec<StoredRequest> = serde_json::from_str(text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
@@ -154,8 +156,9 @@ fn add_requests_column(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-/// The requests the old table holds for `location` (all of them without
-/// one), oldest first.
+/// The requests the old table holds for the step at `location`, or
+/// without one for the first `history_limit` entries of the history, by
+/// location, oldest first.
 fn old_requests(
     conn: &Connection,
     location: Option<&str>,
