@@ -1,7 +1,7 @@
 //! Workflow drivers: each instance's workflow runs until it completes,
 //! replayed from the start after every wait, wake or restart. The imports
-//! are in `capability::workflow`, the tables in `storage` (`HostTables`), one
-//! run in `Cell::run_workflow`.
+//! are in `capability::workflow`, the tables in `storage` (`HostTables`),
+//! one run in `Cell::run_workflow`.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, Weak};

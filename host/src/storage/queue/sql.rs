@@ -147,7 +147,8 @@ impl QueueTables<'_> {
         .exists([])
     }
 
-    /// Appends `event` (already checked) unless the queue is full; returns its id.
+    /// Appends `event` (already checked) unless the queue is full; returns
+    /// its id.
     pub(crate) fn append(
         &self,
         event: &NewEvent,
@@ -269,9 +270,10 @@ impl QueueTables<'_> {
         or_empty(|| groups_of(self.conn, limit))
     }
 
-    /// Up to `limit` events of `group` due at `now`, in `mode`'s order (for
-    /// `random`, lower priorities first, then at random), leaving out `skip_ids`.
-    /// Each comes with a random number to merge groups by, in `random` mode.
+    /// Up to `limit` events of `group` due at `now`, in `mode`'s order
+    /// (for `random`, lower priorities first, then at random), leaving out
+    /// `skip_ids`. Each comes with a random number to merge groups by, in
+    /// `random` mode.
     pub(crate) fn group_head(
         &self,
         mode: QueueMode,
@@ -363,8 +365,9 @@ impl QueueTables<'_> {
         or_empty(|| dead_letters_of(self.conn, limit))
     }
 
-    /// Moves dead letter `id` back into the queue with no failed attempts, at
-    /// its old place in the order. Returns whether there was such a dead letter.
+    /// Moves dead letter `id` back into the queue with no failed attempts,
+    /// at its old place in the order. Returns whether there was such a dead
+    /// letter.
     pub(crate) fn requeue(&self, id: i64) -> rusqlite::Result<bool> {
         or_empty(|| requeue_dead_letter(self.conn, id))
     }
