@@ -693,37 +693,47 @@ mod tests {
         conn
     }
 
+    /// The entry of step `charge` at `location`, after its first attempt.
+    fn step_entry(location: &str, status: EntryStatus) -> HistoryEntry {
+        HistoryEntry {
+            location: location.into(),
+            kind: EntryKind::Step,
+            name: "charge".into(),
+            status,
+            output: None,
+            failure_kind: None,
+            error_code: None,
+            error: None,
+            attempts: 1,
+            wake_at: None,
+            updated_at: 1,
+        }
+    }
+
+    /// A POST of attempt `attempt` to 127.0.0.1:9, answered with `status`.
+    fn request(attempt: i64, status: Option<i64>, at: i64) -> StepRequestRow {
+        StepRequestRow {
+            attempt,
+            method: "POST".into(),
+            authority: "http://127.0.0.1:9".into(),
+            status,
+            outcome: "answered".into(),
+            duration_ms: Some(2),
+            at,
+        }
+    }
+
     #[test]
     fn a_steps_requests_are_kept_by_location_the_last_ones_only() {
         let conn = db();
         assert!(conn.workflow().requests(10).unwrap().is_empty());
         for location in ["0", "1/3/0"] {
-            let mut e = HistoryEntry {
-                location: location.into(),
-                kind: EntryKind::Step,
-                name: "charge".into(),
-                status: EntryStatus::Done,
-                output: None,
-                failure_kind: None,
-                error_code: None,
-                error: None,
-                attempts: 1,
-                wake_at: None,
-                updated_at: 1,
-            };
+            let mut e = step_entry(location, EntryStatus::Done);
             conn.workflow().put_entry(&e).unwrap();
             e.attempts = 2;
             conn.workflow().put_entry(&e).unwrap();
         }
-        let row = |attempt: i64, status: Option<i64>| StepRequestRow {
-            attempt,
-            method: "POST".into(),
-            authority: "https://pay.example.com".into(),
-            status,
-            outcome: "answered".into(),
-            duration_ms: Some(3),
-            at: 5,
-        };
+        let row = |attempt: i64, status: Option<i64>| request(attempt, status, 5);
         conn.workflow()
             .record_requests("0", &[row(1, Some(500))])
             .unwrap();
@@ -781,28 +791,9 @@ mod tests {
         let path = dir.path().join("old.sqlite");
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(OLD_SCHEMA).unwrap();
-        let entry = |location: &str| HistoryEntry {
-            location: location.into(),
-            kind: EntryKind::Step,
-            name: "charge".into(),
-            status: EntryStatus::Retrying,
-            output: None,
-            failure_kind: None,
-            error_code: None,
-            error: None,
-            attempts: 1,
-            wake_at: None,
-            updated_at: 1,
-        };
-        let row = |attempt: i64, at: i64| StepRequestRow {
-            attempt,
-            method: "POST".into(),
-            authority: "http://127.0.0.1:9".into(),
-            status: Some(503),
-            outcome: "answered".into(),
-            duration_ms: Some(2),
-            at,
-        };
+        let entry = |location: &str| step_entry(location, EntryStatus::Retrying);
+        // As the old rows below hold them.
+        let row = |attempt: i64, at: i64| request(attempt, Some(503), at);
         conn.workflow().put_entry(&entry("0")).unwrap();
         conn.workflow().put_entry(&entry("1")).unwrap();
         for (location, at) in [("0", 10), ("0", 11), ("1", 12)] {
@@ -850,20 +841,10 @@ mod tests {
         let path = dir.path().join("old.sqlite");
         let behind = Connection::open(&path).unwrap();
         behind.execute_batch(OLD_SCHEMA).unwrap();
-        let entry = HistoryEntry {
-            location: "0".into(),
-            kind: EntryKind::Step,
-            name: "charge".into(),
-            status: EntryStatus::Done,
-            output: None,
-            failure_kind: None,
-            error_code: None,
-            error: None,
-            attempts: 1,
-            wake_at: None,
-            updated_at: 1,
-        };
-        behind.workflow().put_entry(&entry).unwrap();
+        behind
+            .workflow()
+            .put_entry(&step_entry("0", EntryStatus::Done))
+            .unwrap();
         // Another connection adds the column; the first one's schema in
         // memory does not have it until it reads the file again.
         Connection::open(&path)
@@ -871,15 +852,7 @@ mod tests {
             .execute_batch(ADD_REQUESTS_COLUMN)
             .unwrap();
         assert!(!has_requests_column(&behind).unwrap());
-        let row = StepRequestRow {
-            attempt: 1,
-            method: "POST".into(),
-            authority: "http://127.0.0.1:9".into(),
-            status: Some(200),
-            outcome: "answered".into(),
-            duration_ms: Some(1),
-            at: 2,
-        };
+        let row = request(1, Some(200), 2);
         behind
             .workflow()
             .record_requests("0", std::slice::from_ref(&row))
