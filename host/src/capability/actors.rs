@@ -19,8 +19,8 @@ impl InstanceState {
     /// or why it may not be made.
     fn chain_to(&self, call: &str, actor: &str, key: &str) -> Result<Vec<Address>, CallError> {
         self.check_write(call)?;
-        let mut chain = self.chain.clone();
-        chain.push(self.name.clone());
+        let mut chain = self.chain().to_vec();
+        chain.push(self.name().clone());
         if chain.iter().any(|n| &*n.actor == actor && &*n.key == key) {
             let path: Vec<String> = chain.iter().map(ToString::to_string).collect();
             return Err(CallError::Cycle(format!(
@@ -42,7 +42,7 @@ impl InstanceState {
 
     /// How long the caller may wait, and the error it gets when that is over.
     fn wait_budget(&self, call: &str, actor: &str, key: &str) -> (std::time::Duration, CallError) {
-        let budget = self.deadline.remaining().unwrap_or(self.call_timeout);
+        let budget = self.deadline().remaining().unwrap_or(self.call_timeout());
         let error = CallError::Unavailable(Failure {
             code: "timeout".into(),
             message: format!(
@@ -84,14 +84,14 @@ impl Host for InstanceState {
             Ok(chain) => chain,
             Err(e) => return Ok(Err(e)),
         };
-        let Some(outside) = self.outside.clone() else {
+        let Some(outside) = self.outside().cloned() else {
             return Ok(Err(CallError::NotAllowed(
                 "actors.call: the host is shutting down".into(),
             )));
         };
         self.check_reaching_outside("actors.call")?;
         let (budget, timed_out) = self.wait_budget("actors.call", &actor, &key);
-        self.effects.reached_outside = true;
+        self.note_reached_outside();
         let call = outside.call(chain, &actor, &key, &action, &args);
         Ok(match tokio::time::timeout(budget, call).await {
             Ok(Ok(result)) => Ok(result),
@@ -111,14 +111,14 @@ impl Host for InstanceState {
         if let Err(e) = self.chain_to("actors.send", &actor, &key) {
             return Ok(Err(e));
         }
-        let Some(outside) = self.outside.clone() else {
+        let Some(outside) = self.outside().cloned() else {
             return Ok(Err(CallError::NotAllowed(
                 "actors.send: the host is shutting down".into(),
             )));
         };
         self.check_reaching_outside("actors.send")?;
         let (budget, timed_out) = self.wait_budget("actors.send", &actor, &key);
-        self.effects.reached_outside = true;
+        self.note_reached_outside();
         let send = outside.send(
             &actor,
             &key,
@@ -148,7 +148,7 @@ mod tests {
             actor: actor.into(),
             key: key.into(),
         };
-        state.chain = vec![name("a", "1"), name("b", "2")];
+        state.set_chain(&[name("a", "1"), name("b", "2")]);
         let chain = state.chain_to("actors.call", "c", "3").unwrap();
         assert_eq!(chain.len(), 3);
         let Err(CallError::Cycle(m)) = state.chain_to("actors.call", "a", "1") else {
@@ -163,20 +163,21 @@ mod tests {
             state.chain_to("actors.send", "actor", "key"),
             Err(CallError::Cycle(_))
         ));
-        state.chain = (0..MAX_CALL_DEPTH - 1)
+        let deep: Vec<Address> = (0..MAX_CALL_DEPTH - 1)
             .map(|i| name("a", &i.to_string()))
             .collect();
+        state.set_chain(&deep);
         let Err(CallError::Unavailable(f)) = state.chain_to("actors.call", "z", "z") else {
             panic!()
         };
         assert_eq!(f.code, "too-deep");
-        state.chain.clear();
-        state.mode = Mode::Orchestration;
+        state.clear_chain();
+        state.set_mode(Mode::Orchestration);
         assert!(matches!(
             state.chain_to("actors.call", "z", "z"),
             Err(CallError::NotInStep(m)) if m.contains("actors.call")
         ));
-        state.mode = Mode::Select;
+        state.set_mode(Mode::Select);
         assert!(matches!(
             state.chain_to("actors.send", "z", "z"),
             Err(CallError::NotAllowed(_))

@@ -10,10 +10,10 @@ use crate::instance::{InstanceState, Mode};
 
 impl Host for InstanceState {
     fn who(&mut self) -> wasmtime::Result<WitCaller> {
-        if matches!(self.mode, Mode::Orchestration | Mode::Step) {
+        if matches!(self.mode(), Mode::Orchestration | Mode::Step) {
             return Ok(WitCaller::Host);
         }
-        Ok(match &self.caller {
+        Ok(match self.caller() {
             Caller::Client(identity) => {
                 WitCaller::Client(identity.as_ref().map(|identity| Identity {
                     name: identity.name.clone(),

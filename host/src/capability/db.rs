@@ -38,8 +38,8 @@ impl Host for InstanceState {
             ))));
         }
         let read_only = self.check_write("db.execute").is_err();
-        let db = &self.db;
-        let result = bounded(db, &self.deadline, || {
+        let db = self.db();
+        let result = bounded(db, self.deadline(), || {
             execute(&db.conn, &db.sandbox, &sql, params, read_only)
         });
         self.finish(result)
@@ -52,8 +52,8 @@ impl Host for InstanceState {
         if let Err(e) = check_sql_size(&sql) {
             return Ok(Err(e));
         }
-        let db = &self.db;
-        let result = bounded(db, &self.deadline, || {
+        let db = self.db();
+        let result = bounded(db, self.deadline(), || {
             execute_batch(&db.conn, &db.sandbox, &sql)
         });
         self.finish(result)
@@ -69,7 +69,7 @@ impl InstanceState {
             // Interrupted by the progress handler or the watchdog, or refused
             // memory by the allocator, once the deadline passed.
             Err(Failure::Sqlite(e, _))
-                if self.deadline.passed()
+                if self.deadline().passed()
                     && (is_interrupt(&e) || is_code(&e, ErrorCode::OutOfMemory)) =>
             {
                 Err(DeadlineExceeded.into())
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn a_query_past_the_deadline_traps() {
         let (mut state, _dir) = instance();
-        state.deadline.start(Duration::from_millis(50));
+        state.deadline().start(Duration::from_millis(50));
         let forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
         let trap = state.execute(forever.into(), vec![]).expect_err("a trap");
         assert!(
@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn outside_a_call_the_database_is_refused() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance::Mode::Idle;
+        state.set_mode(crate::instance::Mode::Idle);
         let e = err(state.execute("SELECT 1".into(), vec![]));
         assert!(matches!(e, DbError::NotAllowed(m) if m.contains("db.execute")));
     }

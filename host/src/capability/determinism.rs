@@ -60,7 +60,7 @@ struct Clocks<'a> {
 
 fn guarded_clocks(state: &mut InstanceState) -> Clocks<'_> {
     Clocks {
-        mode: state.mode,
+        mode: state.mode(),
         inner: state.clocks(),
     }
 }
@@ -118,7 +118,7 @@ struct Random<'a> {
 }
 
 fn guarded_random(state: &mut InstanceState) -> Random<'_> {
-    let mode = state.mode;
+    let mode = state.mode();
     Random {
         mode,
         inner: state.ctx().ctx.random(),

@@ -32,12 +32,12 @@ impl Host for InstanceState {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&payload) {
             return invalid(format!("the payload is not valid JSON: {e}"));
         }
-        if self.effects.events.len() >= MAX_BROADCASTS_PER_CALL {
+        if self.effects().events.len() >= MAX_BROADCASTS_PER_CALL {
             return invalid(format!(
                 "a call may broadcast at most {MAX_BROADCASTS_PER_CALL} events"
             ));
         }
-        self.effects.events.push(PendingEvent { name, payload });
+        self.note_event(PendingEvent { name, payload });
         Ok(Ok(()))
     }
 }
@@ -65,7 +65,7 @@ mod tests {
             matches!(broadcast(&mut state, "e", &big), Err(EventError::Invalid(m)) if m.contains("limit"))
         );
         broadcast(&mut state, "e", "{\"a\":1}").unwrap();
-        assert_eq!(state.effects.events.len(), 1);
+        assert_eq!(state.effects().events.len(), 1);
         for _ in 1..MAX_BROADCASTS_PER_CALL {
             broadcast(&mut state, "e", "1").unwrap();
         }
@@ -73,13 +73,13 @@ mod tests {
             matches!(broadcast(&mut state, "e", "1"), Err(EventError::Invalid(m)) if m.contains("at most"))
         );
         state.discard_effects();
-        assert!(state.effects.events.is_empty());
-        state.mode = Mode::Select;
+        assert!(state.effects().events.is_empty());
+        state.set_mode(Mode::Select);
         assert!(matches!(
             broadcast(&mut state, "e", "1"),
             Err(EventError::NotAllowed(_))
         ));
-        state.mode = Mode::Orchestration;
+        state.set_mode(Mode::Orchestration);
         assert!(
             matches!(broadcast(&mut state, "e", "1"), Err(EventError::NotInStep(m)) if m.contains("events.broadcast"))
         );

@@ -11,11 +11,11 @@ use crate::text::clean;
 
 impl Host for InstanceState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        if !self.log_limit.admit(&self.name) {
+        if !self.log_limit().admit(self.name()) {
             return Ok(());
         }
         let message = clean(&message, MAX_LOG_LINE_BYTES);
-        let (actor, key) = (&*self.name.actor, &*self.name.key);
+        let (actor, key) = (&*self.name().actor, &*self.name().key);
         match level {
             Level::Trace => tracing::trace!(target: "burrow::guest", actor, key, "{message}"),
             Level::Debug => tracing::debug!(target: "burrow::guest", actor, key, "{message}"),

@@ -17,11 +17,11 @@ impl Host for InstanceState {
         if let Err(refusal) = self.check_write("queue.append") {
             return Ok(Err(refusal.into()));
         }
-        if !self.has_queue {
+        if !self.has_queue() {
             return Ok(Err(QueueError::NotAllowed(format!(
                 "queue.append: actor `{}` has no queue (its component does not export \
                  burrow:actor/processor with a policy)",
-                self.name.actor
+                self.name().actor
             ))));
         }
         let event = NewEvent {
@@ -31,19 +31,19 @@ impl Host for InstanceState {
             // An empty group name is the default group, as for a sender.
             group: options.group.filter(|g| !g.is_empty()),
         };
-        match check_event(&event, self.queue_limits) {
+        match check_event(&event, self.queue_limits()) {
             Ok(()) => {}
             Err(BadEvent::TooLarge(limit)) => return Ok(Err(QueueError::TooLarge(limit as u64))),
             Err(BadEvent::Invalid(why)) => return Ok(Err(QueueError::Invalid(why))),
         }
         match self
-            .db
+            .db()
             .conn
             .queue()
-            .append(&event, now_ms(), self.queue_limits.max_pending)
+            .append(&event, now_ms(), self.queue_limits().max_pending)
         {
             Ok(id) => {
-                self.effects.appended = true;
+                self.note_appended();
                 Ok(Ok(id as u64))
             }
             Err(AppendError::Full(limit)) => Ok(Err(QueueError::Full(limit))),
@@ -109,14 +109,14 @@ mod tests {
         let (mut state, _dir) = instance();
         let e = state.append("t".into(), "1".into(), options()).unwrap();
         assert!(matches!(e, Err(QueueError::NotAllowed(m)) if m.contains("has no queue")));
-        state.has_queue = true;
+        state.set_has_queue(true);
         let id = state.append("t".into(), "1".into(), options()).unwrap();
         assert_eq!(id.unwrap(), 1);
-        assert!(state.effects.appended);
-        state.mode = Mode::Select;
+        assert!(state.effects().appended);
+        state.set_mode(Mode::Select);
         let e = state.append("t".into(), "1".into(), options()).unwrap();
         assert!(matches!(e, Err(QueueError::NotAllowed(m)) if m.contains("may only read")));
-        state.mode = Mode::Idle;
+        state.set_mode(Mode::Idle);
         let e = state.append("t".into(), "1".into(), options()).unwrap();
         assert!(matches!(e, Err(QueueError::NotAllowed(m)) if m.contains("queue.append")));
     }
@@ -124,11 +124,11 @@ mod tests {
     #[test]
     fn bad_events_and_a_full_queue_are_refused_by_name() {
         let (mut state, _dir) = instance();
-        state.has_queue = true;
-        state.queue_limits = QueueLimits {
+        state.set_has_queue(true);
+        state.set_queue_limits(QueueLimits {
             max_pending: 1,
             max_payload: 8,
-        };
+        });
         let mut append = |t: &str, p: &str| state.append(t.into(), p.into(), options()).unwrap();
         assert!(matches!(append("", "1"), Err(QueueError::Invalid(m)) if m.contains("event type")));
         assert!(

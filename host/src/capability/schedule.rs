@@ -46,7 +46,7 @@ impl InstanceState {
         if let Err(why) = check(&action, &args) {
             return Ok(Err(ScheduleError::Invalid(format!("{call}: {why}"))));
         }
-        let added = self.db.conn.schedules().add(
+        let added = self.db().conn.schedules().add(
             &action,
             &args,
             due_at,
@@ -56,8 +56,7 @@ impl InstanceState {
         );
         match added {
             Ok(id) => {
-                self.effects.scheduled =
-                    Some(self.effects.scheduled.map_or(due_at, |at| at.min(due_at)));
+                self.note_scheduled(due_at);
                 Ok(Ok(id as u64))
             }
             Err(AddScheduleError::Full(limit)) => Ok(Err(ScheduleError::Full(limit))),
@@ -117,7 +116,7 @@ impl Host for InstanceState {
         if let Err(why) = self.check_mode("schedule.pending") {
             return Ok(Err(why.into()));
         }
-        let pending = self.db.conn.schedules().pending().map_err(storage_trap)?;
+        let pending = self.db().conn.schedules().pending().map_err(storage_trap)?;
         Ok(Ok(pending
             .into_iter()
             .map(|s| Scheduled {
@@ -137,7 +136,7 @@ impl Host for InstanceState {
         let Ok(id) = i64::try_from(id) else {
             return Ok(Ok(false));
         };
-        match self.db.conn.schedules().delete(id) {
+        match self.db().conn.schedules().delete(id) {
             Ok(deleted) => Ok(Ok(deleted)),
             Err(e) => {
                 let error = storage_trap(e);
@@ -193,11 +192,11 @@ mod tests {
         assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("JSON array")));
         let e = state.at(5, "go".into(), "[oops".into()).unwrap();
         assert!(matches!(e, Err(ScheduleError::Invalid(m)) if m.contains("not valid JSON")));
-        assert_eq!(state.effects.scheduled, None);
+        assert_eq!(state.effects().scheduled, None);
 
         let late = state.at(500, "go".into(), "[1]".into()).unwrap().unwrap();
         let soon = state.at(100, "go".into(), "[2]".into()).unwrap().unwrap();
-        assert_eq!(state.effects.scheduled, Some(100));
+        assert_eq!(state.effects().scheduled, Some(100));
         let pending = state.pending().unwrap().unwrap();
         assert_eq!(
             pending.iter().map(|s| s.id).collect::<Vec<_>>(),
@@ -216,11 +215,11 @@ mod tests {
             Some((every, Some(100)))
         );
 
-        state.mode = Mode::Select;
+        state.set_mode(Mode::Select);
         let e = state.after(1, "go".into(), "[]".into()).unwrap();
         assert!(matches!(e, Err(ScheduleError::NotAllowed(m)) if m.contains("may only read")));
         assert!(state.pending().unwrap().is_ok(), "the selector may read");
-        state.mode = Mode::Orchestration;
+        state.set_mode(Mode::Orchestration);
         let e = state.cancel(late).unwrap();
         assert!(matches!(e, Err(ScheduleError::NotInStep(m)) if m.contains("schedule.cancel")));
         let e = state.pending().unwrap();

@@ -10,7 +10,7 @@ impl Host for InstanceState {
         if let Err(refusal) = self.check_mode("state.get") {
             return Ok(Err(refusal.into()));
         }
-        self.db.read_state().map(Ok).map_err(storage_trap)
+        self.db().read_state().map(Ok).map_err(storage_trap)
     }
 
     fn set(&mut self, value: Vec<u8>) -> wasmtime::Result<Result<(), StateError>> {
@@ -20,7 +20,7 @@ impl Host for InstanceState {
         if value.len() > MAX_STATE_BYTES {
             return Ok(Err(StateError::TooLarge(MAX_STATE_BYTES as u64)));
         }
-        self.db.write_state(&value).map_err(storage_trap)?;
+        self.db().write_state(&value).map_err(storage_trap)?;
         Ok(Ok(()))
     }
 }
@@ -56,7 +56,7 @@ mod tests {
     #[test]
     fn outside_a_call_the_state_is_refused() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance::Mode::Idle;
+        state.set_mode(crate::instance::Mode::Idle);
         assert!(
             matches!(state.set(vec![1]).unwrap(), Err(StateError::NotAllowed(m)) if m.contains("state.set"))
         );
@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn orchestration_code_gets_not_in_step() {
         let (mut state, _dir) = instance();
-        state.mode = crate::instance::Mode::Orchestration;
+        state.set_mode(crate::instance::Mode::Orchestration);
         for error in [
             state.set(vec![1]).unwrap().unwrap_err(),
             state.get().unwrap().unwrap_err(),

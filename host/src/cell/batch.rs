@@ -213,7 +213,7 @@ impl Cell {
             let full = count >= MAX_BATCH_CALLS
                 || bytes >= MAX_BATCH_BYTES
                 || begun.elapsed() >= MAX_BATCH_TIME;
-            if full || self.is_broken() || self.store.data().effects.reached_outside {
+            if full || self.is_broken() || self.store.data().effects().reached_outside {
                 break;
             }
             next = pending.take();
@@ -250,13 +250,13 @@ impl Cell {
     /// Runs one call of a batch inside its own savepoint (`alone`: first
     /// in its transaction, see [`Cell::in_savepoint`]).
     async fn batched_call(&mut self, job: &CallJob, alone: bool) -> Savepointed<String> {
-        self.store.data_mut().chain.clone_from(&job.chain);
+        self.store.data_mut().set_chain(&job.chain);
         let result = self
             .in_savepoint(alone, async |cell| {
                 cell.run_action(&job.action, &job.args, &job.caller).await
             })
             .await;
-        self.store.data_mut().chain.clear();
+        self.store.data_mut().clear_chain();
         result
     }
 
@@ -275,11 +275,11 @@ impl Cell {
         if !alone && let Err(e) = self.db().enter(Savepoint::Call) {
             return Savepointed::Undone(storage_error(&name, e));
         }
-        let before = std::mem::take(&mut self.store.data_mut().effects);
+        let before = self.store.data_mut().take_effects();
         let result = op(self).await;
         let state = self.store.data_mut();
-        let own = std::mem::replace(&mut state.effects, before);
-        if let Some(cause) = state.transaction_lost.take() {
+        let own = state.restore_effects(before);
+        if let Some(cause) = state.take_lost_transaction() {
             let error = match result {
                 Err(e) => e,
                 Ok(_) => Error::transaction_rolled_back(&name.actor, &name.key, &cause),
@@ -297,7 +297,7 @@ impl Cell {
         };
         match (result, kept) {
             (Ok(value), Ok(())) => {
-                self.store.data_mut().effects.absorb(own);
+                self.store.data_mut().absorb_effects(own);
                 Savepointed::Kept(value)
             }
             (Ok(_), Err(e)) => Savepointed::TransactionLost(storage_error(&name, e)),

@@ -32,9 +32,9 @@ impl Cell {
         caller: &Caller,
     ) -> Result<String, Error> {
         self.begin()?;
-        self.store.data_mut().chain = chain.to_vec();
+        self.store.data_mut().set_chain(chain);
         let result = self.run_action(name, args, caller).await;
-        self.store.data_mut().chain.clear();
+        self.store.data_mut().clear_chain();
         self.finish(result)
     }
 
@@ -93,7 +93,7 @@ impl Cell {
             }
         }
         let name = self.name().clone();
-        let conn = &self.store.data().db.conn;
+        let conn = &self.store.data().db().conn;
         let mark = self
             .marks
             .set_mark_from(Mark::Schedule, &name.actor, &name.key, || {
@@ -114,9 +114,9 @@ impl Cell {
         caller: &Caller,
     ) -> Result<(), Error> {
         self.begin()?;
-        self.store.data_mut().caller = caller.clone();
+        self.store.data_mut().set_caller(caller.clone());
         let result = self.connection_hook("connect", id, params).await;
-        self.store.data_mut().caller = Caller::Host;
+        self.store.data_mut().set_caller(Caller::Host);
         self.finish(result)
     }
 
@@ -182,13 +182,13 @@ impl Cell {
         // A scheduled action's name is guest text: `failed` and
         // `trap_error` clean it, on the failure path only.
         let during = ActionDuring(name);
-        self.store.data_mut().caller = caller.clone();
+        self.store.data_mut().set_caller(caller.clone());
         let outcome = self
             .call(Mode::Action, during, async |exports, store| {
                 exports.guest.call_action(store, name, args).await
             })
             .await;
-        self.store.data_mut().caller = Caller::Host;
+        self.store.data_mut().set_caller(Caller::Host);
         let outcome = outcome?;
         let fail = |code: &str, message: String| self.failed(&during.to_string(), code, message);
         match outcome {
@@ -289,13 +289,13 @@ impl Cell {
         during: impl std::fmt::Display,
         f: impl AsyncFnOnce(&Exports, &mut Store<InstanceState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
-        self.store.data_mut().mode = mode;
-        self.store.data().deadline.start(self.call_timeout);
+        self.store.data_mut().set_mode(mode);
+        self.store.data().deadline().start(self.call_timeout);
         self.store.set_epoch_deadline(1);
         self.in_call = true;
         // The epoch deadline stops guest code; this also stops a guest that
         // waits in a host call (a WASI sleep, say) past its deadline.
-        let deadline = self.store.data().deadline.clone();
+        let deadline = self.store.data().deadline().clone();
         // The call first: a call that ends at its first poll, the common
         // case, never sets the timer.
         let result = tokio::select! {
@@ -304,8 +304,8 @@ impl Cell {
             _ = deadline.overdue(GRACE_AFTER_DEADLINE) => Err(DeadlineExceeded.into()),
         };
         self.in_call = false;
-        self.store.data().deadline.clear();
-        self.store.data_mut().mode = Mode::Idle;
+        self.store.data().deadline().clear();
+        self.store.data_mut().set_mode(Mode::Idle);
         result.map_err(|e| {
             self.broken = true;
             trap_error(self.name(), &during.to_string(), self.call_timeout, e)

@@ -66,9 +66,9 @@ impl Cell {
             return Err(Error::NoHttpHandler(self.name().actor.to_string()));
         }
         self.begin()?;
-        self.store.data_mut().caller = caller.clone();
+        self.store.data_mut().set_caller(caller.clone());
         let result = self.run_incoming(request, max_response).await;
-        self.store.data_mut().caller = Caller::Host;
+        self.store.data_mut().set_caller(Caller::Host);
         self.finish(result)
     }
 
@@ -86,7 +86,7 @@ impl Cell {
         let outcome = self
             .call(Mode::Action, &during, async |exports, store| {
                 let handler = exports.incoming.as_ref().expect("checked by the caller");
-                let deadline = store.data().deadline.clone();
+                let deadline = store.data().deadline().clone();
                 let (sender, receiver) = tokio::sync::oneshot::channel();
                 let mut http = store.data_mut().http();
                 let scheme = if request.https {

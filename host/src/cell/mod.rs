@@ -151,38 +151,37 @@ impl Cell {
         }
         let limits = store_limits(def.options.memory_limit);
         let mut state = InstanceState::new(name.clone(), db, deadline, limits);
-        state.queue_limits = QueueLimits {
+        state.set_queue_limits(QueueLimits {
             max_pending: def.options.queue_max_pending,
             max_payload: def.options.queue_max_payload,
-        };
-        state.call_timeout = def.options.call_timeout;
-        state.commit_stage = commit_stage;
-        state.outside = outside;
+        });
+        state.set_call_timeout(def.options.call_timeout);
+        state.connect(commit_stage, outside);
         if let Some(outbound) = outbound {
-            state.http.hooks = Box::new(Hooks::new(
+            let hooks = Hooks::new(
                 name.actor.clone(),
                 &def.options,
-                state.deadline.clone(),
+                state.deadline().clone(),
                 outbound,
                 awake.metrics().clone(),
-                state.http.sending.clone(),
-            ));
-            state.http.metrics = Some(awake.metrics().clone());
+                state.http_context().sending.clone(),
+            );
+            state.allow_outgoing_http(Box::new(hooks), awake.metrics().clone());
         }
         let mut store = Store::new(engine, state);
-        store.limiter(|s| &mut s.limits);
+        store.limiter(|s| s.limiter());
         store.epoch_deadline_callback(|cx| {
-            if cx.data().deadline.passed() {
+            if cx.data().deadline().passed() {
                 Err(DeadlineExceeded.into())
             } else {
                 // Let other instances' tasks run while this guest computes.
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        store.data().deadline.start(def.options.call_timeout);
+        store.data().deadline().start(def.options.call_timeout);
         store.set_epoch_deadline(1);
         let instantiated = def.pre.instantiate_async(&mut store).await;
-        store.data().deadline.clear();
+        store.data().deadline().clear();
         let exports = instantiated.map_err(|e| {
             // Every slot of the engine's pool holds an instance (background
             // work's workers count too): the host is full, the guest did
@@ -250,7 +249,7 @@ impl Cell {
     }
 
     fn db(&self) -> &InstanceDb {
-        &self.store.data().db
+        self.store.data().db()
     }
 
     /// The metrics of the cell's actor.
@@ -259,7 +258,7 @@ impl Cell {
     }
 
     fn name(&self) -> &Address {
-        &self.store.data().name
+        self.store.data().name()
     }
 
     fn storage_error(&self, e: rusqlite::Error) -> Error {
@@ -296,7 +295,7 @@ impl Cell {
 
     /// Whether this instance has a queue.
     pub(crate) fn has_queue(&self) -> bool {
-        self.store.data().has_queue
+        self.store.data().has_queue()
     }
 
     /// Whether this cell must be replaced before its next use (in a
@@ -323,7 +322,7 @@ impl Cell {
 
     /// Whether this instance has a workflow.
     pub(crate) fn is_workflow(&self) -> bool {
-        self.store.data().is_workflow
+        self.store.data().is_workflow()
     }
 
     /// Whether a transaction committed since the last ask appended to the
@@ -337,7 +336,7 @@ impl Drop for Cell {
     fn drop(&mut self) {
         // A cell dropped mid-call (its caller went away) or mid-creation
         // must not leave a transaction open on the connection.
-        self.store.data().db.rollback();
+        self.store.data().db().rollback();
     }
 }
 

@@ -27,7 +27,7 @@ impl Cell {
     /// next start), and notes whether the instance has a queue.
     pub(super) async fn snapshot_policy(&mut self) -> Result<(), Error> {
         if self.exports.processor.is_none() {
-            self.store.data_mut().has_queue = false;
+            self.store.data_mut().set_has_queue(false);
             return Ok(());
         }
         let recorded = self
@@ -80,7 +80,7 @@ impl Cell {
                 }
             }
         };
-        self.store.data_mut().has_queue = policy.is_some();
+        self.store.data_mut().set_has_queue(policy.is_some());
         Ok(())
     }
 
@@ -103,10 +103,10 @@ impl Cell {
         if !self.has_queue() {
             return Err(Error::NoQueue(self.name().actor.to_string()));
         }
-        let limit = self.store.data().queue_limits.max_pending;
+        let limit = self.store.data().queue_limits().max_pending;
         match self.db().conn.queue().append(event, now_ms(), limit) {
             Ok(id) => {
-                self.store.data_mut().effects.appended = true;
+                self.store.data_mut().note_appended();
                 Ok(id)
             }
             Err(AppendError::Full(limit)) => Err(Error::QueueFull {
@@ -128,7 +128,7 @@ impl Cell {
             .requeue(id)
             .map_err(|e| self.storage_error(e));
         if let Ok(true) = result {
-            self.store.data_mut().effects.appended = true;
+            self.store.data_mut().note_appended();
         }
         self.finish(result)
     }

@@ -110,7 +110,7 @@ impl Cell {
         result: Result<T, Error>,
         sync_later: bool,
     ) -> Result<(T, Option<Unsynced>), Error> {
-        let result = match self.store.data_mut().transaction_lost.take() {
+        let result = match self.store.data_mut().take_lost_transaction() {
             Some(cause) if result.is_ok() => Err(Error::transaction_rolled_back(
                 &self.name().actor,
                 &self.name().key,
@@ -119,7 +119,7 @@ impl Cell {
             _ => result,
         };
         if let Some(Start::Created(at)) = self.starting {
-            self.store.data_mut().effects.created = Some(at);
+            self.store.data_mut().note_created(at);
         }
         match result {
             Ok(value) => match if sync_later {

@@ -23,9 +23,7 @@ impl Cell {
             return Ok(());
         }
         let has_queue = self.db().conn.queue().has_schema()?;
-        let state = self.store.data_mut();
-        state.is_workflow = true;
-        state.has_queue |= has_queue;
+        self.store.data_mut().note_workflow(has_queue);
         Ok(())
     }
 
@@ -60,15 +58,14 @@ impl Cell {
         self.db().ensure_workflow_schema().map_err(storage)?;
         // The workflow's queue waits read the instance's queue.
         self.db().ensure_queue_schema().map_err(storage)?;
-        self.store.data_mut().has_queue = true;
-        self.store.data_mut().is_workflow = true;
+        self.store.data_mut().note_workflow(true);
         self.db()
             .conn
             .workflow()
             .start(input, now)
             .map_err(storage)?;
         // The commit that creates the instance sets its workflow mark.
-        self.store.data_mut().effects.workflow_started = Some(now);
+        self.store.data_mut().note_workflow_started(now);
         self.workflow_started = true;
         Ok(())
     }
@@ -101,7 +98,9 @@ impl Cell {
             return Ok(RunEnd::Finished);
         }
         self.metrics().workflow_run(&self.name().key);
-        self.store.data_mut().workflow = Some(RunState::alone(steps_alone));
+        self.store
+            .data_mut()
+            .begin_run(RunState::alone(steps_alone));
         let input = record.input;
         let result = self
             .call(
@@ -117,21 +116,17 @@ impl Cell {
         // A step still open (a trap, or a guest that returned without
         // ending it) is rolled back to its savepoint; the steps before it
         // commit.
-        if state
-            .workflow
-            .as_ref()
-            .is_some_and(|run| run.open.is_some())
-        {
-            let lost = state.transaction_lost.is_some();
+        if state.workflow_run().is_some_and(|run| run.open.is_some()) {
+            let lost = state.lost_transaction().is_some();
             state.undo_step(lost);
         }
         state.discard_effects();
-        state.transaction_lost = None;
+        state.take_lost_transaction();
         let committed = state.commit_steps();
         // Nothing else of the run stays open.
-        state.db.rollback();
-        let run = state.workflow.take().unwrap_or_default();
-        state.mode = Mode::Idle;
+        state.db().rollback();
+        let run = state.end_run().unwrap_or_default();
+        state.set_mode(Mode::Idle);
         self.queue_grew |= run.committed_appends;
         committed.map_err(|e| match e {
             CommitError::Sqlite(e) => self.storage_error(e),
@@ -259,7 +254,7 @@ impl Cell {
         let Some(record) = record.filter(|r| !r.status.is_final()) else {
             return Ok(None);
         };
-        self.store.data_mut().workflow = Some(RunState::checking());
+        self.store.data_mut().begin_run(RunState::checking());
         let input = record.input;
         let result = self
             .call(
@@ -273,9 +268,9 @@ impl Cell {
             .await;
         let state = self.store.data_mut();
         state.discard_effects();
-        state.db.rollback();
-        let run = state.workflow.take().unwrap_or_default();
-        state.mode = Mode::Idle;
+        state.db().rollback();
+        let run = state.end_run().unwrap_or_default();
+        state.set_mode(Mode::Idle);
         // The cell is never used again.
         self.broken = true;
         if let Some(diverged) = run.diverged {

@@ -44,24 +44,23 @@ impl ImportSession {
             key: "key".into(),
         };
         let mut state = InstanceState::new(name, db, deadline, StoreLimits::default());
-        state.has_queue = true;
-        state.queue_limits = QueueLimits {
+        state.set_queue_limits(QueueLimits {
             max_pending: 64,
             max_payload: 4096,
-        };
-        state.mode = Mode::Action;
-        state.is_workflow = true;
-        state.workflow = Some(RunState::default());
-        state.db.begin().expect("begin");
-        state.deadline.start(std::time::Duration::from_secs(5));
+        });
+        state.set_mode(Mode::Action);
+        state.note_workflow(true);
+        state.begin_run(RunState::default());
+        state.db().begin().expect("begin");
+        state.deadline().start(std::time::Duration::from_secs(5));
         ImportSession { state, _dir: dir }
     }
 
     /// Makes one call; panics if the host broke an invariant.
     pub fn apply(&mut self, call: ImportCall) {
         let s = &mut self.state;
-        let in_transaction = !s.db.conn.is_autocommit();
-        let orchestration = s.mode == Mode::Orchestration;
+        let in_transaction = !s.db().conn.is_autocommit();
+        let orchestration = s.mode() == Mode::Orchestration;
         // What a side effect returned: in orchestration code it must be
         // refused with not-in-step, whatever it is.
         let mut refused_not_in_step = None;
@@ -128,7 +127,7 @@ impl ImportSession {
             } => {
                 if let Some(refusal) = http_request(s, method, scheme, authority, path, headers) {
                     refused_not_in_step = Some(refusal.starts_with("not-in-step:"));
-                    let refused = matches!(s.mode, Mode::Idle | Mode::Select);
+                    let refused = matches!(s.mode(), Mode::Idle | Mode::Select);
                     assert_eq!(
                         refusal.starts_with("not-allowed:"),
                         refused,
@@ -137,9 +136,9 @@ impl ImportSession {
                 }
             }
             ImportCall::NewRun => {
-                s.db.rollback();
-                s.mode = Mode::Orchestration;
-                s.workflow = Some(RunState::default());
+                s.db().rollback();
+                s.set_mode(Mode::Orchestration);
+                s.begin_run(RunState::default());
             }
             ImportCall::Log(level, message) => {
                 let level = match level % 5 {
@@ -152,7 +151,7 @@ impl ImportSession {
                 let _ = s.log(level, message);
             }
             ImportCall::SetMode(mode) => {
-                s.mode = match mode % 7 {
+                s.set_mode(match mode % 7 {
                     0 => Mode::Idle,
                     1 => Mode::Hook("fuzz"),
                     2 => Mode::Action,
@@ -160,20 +159,20 @@ impl ImportSession {
                     4 => Mode::Select,
                     5 => Mode::Orchestration,
                     _ => Mode::Step,
-                };
+                });
             }
             ImportCall::Commit => {
-                s.transaction_lost = None;
+                s.take_lost_transaction();
                 let _ = s.commit_transaction();
-                s.db.rollback();
+                s.db().rollback();
                 s.discard_effects();
-                s.db.begin().expect("begin");
+                s.db().begin().expect("begin");
             }
             ImportCall::Rollback => {
-                s.transaction_lost = None;
-                s.db.rollback();
+                s.take_lost_transaction();
+                s.db().rollback();
                 s.discard_effects();
-                s.db.begin().expect("begin");
+                s.db().begin().expect("begin");
             }
         }
         if let Some(refused) = refused_not_in_step {
@@ -184,7 +183,7 @@ impl ImportSession {
             // Guest SQL (and every other side effect) cannot end the host's
             // transaction.
             assert!(
-                !in_transaction || !self.state.db.conn.is_autocommit(),
+                !in_transaction || !self.state.db().conn.is_autocommit(),
                 "a guest call ended the host's transaction"
             );
         }
@@ -193,7 +192,7 @@ impl ImportSession {
 
     /// The invariants after every call.
     fn check(&self) {
-        let conn = &self.state.db.conn;
+        let conn = &self.state.db().conn;
         // ...nor touch the instance record.
         let record: (String, String, i64) = conn
             .query_row(
@@ -226,7 +225,7 @@ impl ImportSession {
             );
             assert!(!schedule.action.is_empty());
         }
-        assert!(self.state.effects.events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
+        assert!(self.state.effects().events.len() <= crate::config::MAX_BROADCASTS_PER_CALL);
         // The workflow's history stays readable, and every location is a
         // position, or positions inside loops and joins.
         let history = conn

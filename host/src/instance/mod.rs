@@ -37,41 +37,41 @@ pub(crate) struct QueueLimits {
 }
 
 pub(crate) struct InstanceState {
-    pub(crate) name: Address,
-    pub(crate) db: InstanceDb,
-    pub(crate) deadline: Deadline,
-    pub(crate) mode: Mode,
-    pub(crate) log_limit: LogLimit,
+    name: Address,
+    db: InstanceDb,
+    deadline: Deadline,
+    mode: Mode,
+    log_limit: LogLimit,
     /// Set when SQLite rolled the call's transaction back by itself (it
     /// does on a full database, for one): the call can no longer commit.
-    pub(crate) transaction_lost: Option<String>,
-    pub(crate) limits: StoreLimits,
+    transaction_lost: Option<String>,
+    limits: StoreLimits,
     /// Whether this instance has a queue (its policy is recorded).
-    pub(crate) has_queue: bool,
-    pub(crate) queue_limits: QueueLimits,
+    has_queue: bool,
+    queue_limits: QueueLimits,
     /// What the open transaction did that its commit acts on.
-    pub(crate) effects: Effects,
+    effects: Effects,
     /// Where the instance's transactions end.
-    pub(crate) commit_stage: CommitStage,
+    commit_stage: CommitStage,
     /// The actor's call timeout: a workflow step gets it anew (or its own
     /// timeout), and so does the orchestration code after each step.
-    pub(crate) call_timeout: std::time::Duration,
+    call_timeout: std::time::Duration,
     /// Whether the instance has a workflow.
-    pub(crate) is_workflow: bool,
+    is_workflow: bool,
     /// Set while a workflow run is going on.
-    pub(crate) workflow: Option<RunState>,
+    workflow: Option<RunState>,
     /// Calls and sends to other instances (`None` in unit tests).
-    pub(crate) outside: Option<Arc<dyn OtherActors>>,
+    outside: Option<Arc<dyn OtherActors>>,
     /// The instances waiting on the current call, outermost first: a call
     /// from one of them to this one is on this chain.
-    pub(crate) chain: Vec<Address>,
+    chain: Vec<Address>,
     /// Who made the running call (an action, the connect hook); `Host`
     /// for everything else.
-    pub(crate) caller: Caller,
+    caller: Caller,
     /// Its outgoing HTTP requests (`wasi:http`): the hooks every one goes
     /// through (`capability/http`'s, which enforce the actor's list and
     /// limits; none may leave without them).
-    pub(crate) http: HttpContext,
+    http: HttpContext,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -218,6 +218,232 @@ impl InstanceState {
             ))),
             _ => self.check_mode(call),
         }
+    }
+}
+
+/// What every layer above reads of the state. The state's fields are
+/// written only here, through the methods below, which say what changes.
+impl InstanceState {
+    pub(crate) fn name(&self) -> &Address {
+        &self.name
+    }
+
+    pub(crate) fn db(&self) -> &InstanceDb {
+        &self.db
+    }
+
+    /// The deadline of the running call (or step).
+    pub(crate) fn deadline(&self) -> &Deadline {
+        &self.deadline
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub(crate) fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    pub(crate) fn chain(&self) -> &[Address] {
+        &self.chain
+    }
+
+    pub(crate) fn log_limit(&self) -> &LogLimit {
+        &self.log_limit
+    }
+
+    pub(crate) fn has_queue(&self) -> bool {
+        self.has_queue
+    }
+
+    pub(crate) fn queue_limits(&self) -> QueueLimits {
+        self.queue_limits
+    }
+
+    pub(crate) fn call_timeout(&self) -> std::time::Duration {
+        self.call_timeout
+    }
+
+    pub(crate) fn is_workflow(&self) -> bool {
+        self.is_workflow
+    }
+
+    pub(crate) fn outside(&self) -> Option<&Arc<dyn OtherActors>> {
+        self.outside.as_ref()
+    }
+
+    /// What the open transaction did so far that its commit acts on.
+    pub(crate) fn effects(&self) -> &Effects {
+        &self.effects
+    }
+
+    /// Why SQLite rolled the call's transaction back, if it did.
+    pub(crate) fn lost_transaction(&self) -> Option<&str> {
+        self.transaction_lost.as_deref()
+    }
+
+    /// The state of the workflow run going on, if one is.
+    pub(crate) fn workflow_run(&self) -> Option<&RunState> {
+        self.workflow.as_ref()
+    }
+
+    pub(crate) fn workflow_run_mut(&mut self) -> Option<&mut RunState> {
+        self.workflow.as_mut()
+    }
+
+    /// The `wasi:http` context: the capability's own state.
+    pub(crate) fn http_context(&mut self) -> &mut HttpContext {
+        &mut self.http
+    }
+
+    /// What the store's memory limiter counts against.
+    pub(crate) fn limiter(&mut self) -> &mut StoreLimits {
+        &mut self.limits
+    }
+}
+
+/// What the cell sets once, from the actor's options and the host, before
+/// the first call.
+impl InstanceState {
+    pub(crate) fn set_queue_limits(&mut self, limits: QueueLimits) {
+        self.queue_limits = limits;
+    }
+
+    pub(crate) fn set_call_timeout(&mut self, timeout: std::time::Duration) {
+        self.call_timeout = timeout;
+    }
+
+    /// Where the instance's transactions end, and how it reaches other
+    /// instances (`None`: it may not, as in a deploy's dry run).
+    pub(crate) fn connect(
+        &mut self,
+        commit_stage: CommitStage,
+        outside: Option<Arc<dyn OtherActors>>,
+    ) {
+        self.commit_stage = commit_stage;
+        self.outside = outside;
+    }
+
+    /// Lets outgoing requests through `hooks` (by default none leaves),
+    /// counting refusals at the import in `metrics`.
+    pub(crate) fn allow_outgoing_http(
+        &mut self,
+        hooks: Box<dyn WasiHttpHooks>,
+        metrics: Arc<crate::metrics::ActorMetrics>,
+    ) {
+        self.http.hooks = hooks;
+        self.http.metrics = Some(metrics);
+    }
+
+    /// Notes whether the instance has a queue (its policy is recorded).
+    pub(crate) fn set_has_queue(&mut self, has_queue: bool) {
+        self.has_queue = has_queue;
+    }
+
+    /// Notes that the instance has a workflow, and a queue if `has_queue`
+    /// (a workflow's queue waits read it).
+    pub(crate) fn note_workflow(&mut self, has_queue: bool) {
+        self.is_workflow = true;
+        self.has_queue |= has_queue;
+    }
+}
+
+/// The frame of the running call: its mode, who made it, who waits on it.
+impl InstanceState {
+    /// Enters `mode`: guest code of another kind starts or ends running.
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    /// Sets who makes the calls into the guest that follow (the host's own
+    /// once it is set back to [`Caller::Host`]).
+    pub(crate) fn set_caller(&mut self, caller: Caller) {
+        self.caller = caller;
+    }
+
+    /// Sets the instances waiting on the running call, outermost first.
+    pub(crate) fn set_chain(&mut self, chain: &[Address]) {
+        self.chain.clear();
+        self.chain.extend_from_slice(chain);
+    }
+
+    pub(crate) fn clear_chain(&mut self) {
+        self.chain.clear();
+    }
+
+    /// Starts a workflow run with `run`'s state.
+    pub(crate) fn begin_run(&mut self, run: RunState) {
+        self.workflow = Some(run);
+    }
+
+    /// Ends the workflow run, returning its state.
+    pub(crate) fn end_run(&mut self) -> Option<RunState> {
+        self.workflow.take()
+    }
+}
+
+/// The open transaction's effects, and whether SQLite took it away.
+impl InstanceState {
+    /// Takes why SQLite rolled the call's transaction back, if it did: the
+    /// caller fails the call (or step) with it.
+    pub(crate) fn take_lost_transaction(&mut self) -> Option<String> {
+        self.transaction_lost.take()
+    }
+
+    /// The transaction reached another instance or the world: it commits
+    /// before anything else runs.
+    pub(crate) fn note_reached_outside(&mut self) {
+        self.effects.reached_outside = true;
+    }
+
+    /// The transaction appended to the instance's queue.
+    pub(crate) fn note_appended(&mut self) {
+        self.effects.appended = true;
+    }
+
+    /// The transaction broadcasts `event` to the instance's connections
+    /// when it commits.
+    pub(crate) fn note_event(&mut self, event: crate::connections::PendingEvent) {
+        self.effects.events.push(event);
+    }
+
+    /// The transaction added a schedule due at `at`.
+    pub(crate) fn note_scheduled(&mut self, at: i64) {
+        self.effects.scheduled = Some(self.effects.scheduled.map_or(at, |due| due.min(at)));
+    }
+
+    /// The transaction creates the instance, at `at`.
+    pub(crate) fn note_created(&mut self, at: i64) {
+        self.effects.created = Some(at);
+    }
+
+    /// The transaction starts the instance's workflow, at `at`.
+    pub(crate) fn note_workflow_started(&mut self, at: i64) {
+        self.effects.workflow_started = Some(at);
+    }
+
+    /// Takes the effects so far, leaving none: what runs next (a
+    /// savepoint's guest code, a step) gathers its own.
+    pub(crate) fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Puts `before` back as the transaction's effects, returning those
+    /// gathered since [`InstanceState::take_effects`].
+    pub(crate) fn restore_effects(&mut self, before: Effects) -> Effects {
+        std::mem::replace(&mut self.effects, before)
+    }
+
+    /// Adds `effects` (a kept savepoint's) to the transaction's.
+    pub(crate) fn absorb_effects(&mut self, effects: Effects) {
+        self.effects.absorb(effects);
+    }
+
+    /// Commits the open transaction with `effects` (a batch's, gathered
+    /// apart) rather than its own.
+    pub(crate) fn commit_with(&self, effects: Effects) -> Result<Committed, commit::CommitError> {
+        self.commit_stage.commit(&self.name, &self.db, effects)
     }
 }
 

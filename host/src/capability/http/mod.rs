@@ -82,7 +82,7 @@ pub(crate) fn handle(
     request: Resource<HostOutgoingRequest>,
     options: Option<Resource<types::RequestOptions>>,
 ) -> HttpResult<Resource<HostFutureIncomingResponse>> {
-    let refusal = match state.mode {
+    let refusal = match state.mode() {
         Mode::Select => Some(Refusal::NotAllowed(format!(
             "{HANDLE}: the queue selector may only read; it sends no request"
         ))),
@@ -95,7 +95,7 @@ pub(crate) fn handle(
             Refusal::NotInStep(why) => ("not-in-step", format!("not-in-step: {why}")),
             Refusal::NotAllowed(why) => ("not-allowed", format!("not-allowed: {why}")),
         };
-        if let Some(metrics) = &state.http.metrics {
+        if let Some(metrics) = &state.http_context().metrics {
             metrics.outbound_ended(outcome, Duration::ZERO);
         }
         return Err(types::ErrorCode::InternalError(Some(text)).into());
@@ -103,16 +103,20 @@ pub(crate) fn handle(
     state
         .check_reaching_outside(HANDLE)
         .map_err(HttpError::trap)?;
-    state.effects.reached_outside = true;
-    let record = (state.mode == Mode::Step).then(|| step_request(state, &request));
+    state.note_reached_outside();
+    let record = (state.mode() == Mode::Step).then(|| step_request(state, &request));
     if let Some(record) = &record {
-        *state.http.sending.lock().unwrap_or_else(|e| e.into_inner()) = Some(record.clone());
+        *state
+            .http_context()
+            .sending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(record.clone());
     }
     let handled = outgoing_handler::Host::handle(&mut state.http(), request, options);
     // Still there: the crate refused the request before the hooks saw it
     // (a bad URI, a body of the wrong form).
     let unsent = state
-        .http
+        .http_context()
         .sending
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -160,8 +164,9 @@ fn step_request(
         outcome: "in-flight",
         duration_ms: None,
     }));
-    if state.http.step_requests.len() < MAX_STEP_REQUESTS {
-        state.http.step_requests.push(record.clone());
+    let requests = &mut state.http_context().step_requests;
+    if requests.len() < MAX_STEP_REQUESTS {
+        requests.push(record.clone());
     }
     record
 }

@@ -14,15 +14,14 @@ use crate::storage::{EntryKind, EntryStatus, HistoryEntry, HostTables, Savepoint
 
 impl InstanceState {
     pub(super) fn run(&mut self) -> &mut RunState {
-        self.workflow
-            .as_mut()
+        self.workflow_run_mut()
             .expect("checked by check_orchestration")
     }
 
     /// Refuses `call` unless orchestration code of a run is running (no
     /// step open).
     pub(super) fn check_orchestration(&self, call: &str) -> Result<(), Interrupt> {
-        match (self.mode, &self.workflow) {
+        match (self.mode(), self.workflow_run()) {
             (Mode::Orchestration, Some(_)) => Ok(()),
             (Mode::Step, Some(run)) => Err(Interrupt::Invalid(format!(
                 "{call} was called inside step `{}`; steps do not nest, and waits belong \
@@ -39,7 +38,7 @@ impl InstanceState {
     fn next_location(&mut self) -> wasmtime::Result<(String, Option<HistoryEntry>)> {
         let location = self.run().take_location();
         let recorded = self
-            .db
+            .db()
             .conn
             .workflow()
             .entry(&location)
@@ -48,7 +47,7 @@ impl InstanceState {
     }
 
     pub(super) fn put(&self, entry: &HistoryEntry) -> wasmtime::Result<()> {
-        self.db
+        self.db()
             .conn
             .workflow()
             .put_entry(entry)
@@ -62,29 +61,24 @@ impl InstanceState {
         &self,
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()>,
     ) -> wasmtime::Result<()> {
-        if self
-            .workflow
-            .as_ref()
-            .is_some_and(|run| run.batch.is_some())
-        {
-            self.db.enter(Savepoint::Step).map_err(storage_trap)?;
-            return match f(&self.db.conn) {
-                Ok(()) => self.db.keep(Savepoint::Step).map_err(storage_trap),
+        if self.workflow_run().is_some_and(|run| run.batch.is_some()) {
+            self.db().enter(Savepoint::Step).map_err(storage_trap)?;
+            return match f(&self.db().conn) {
+                Ok(()) => self.db().keep(Savepoint::Step).map_err(storage_trap),
                 Err(e) => {
-                    let _ = self.db.undo(Savepoint::Step);
+                    let _ = self.db().undo(Savepoint::Step);
                     Err(storage_trap(e))
                 }
             };
         }
-        self.db.begin().map_err(storage_trap)?;
-        let committed = f(&self.db.conn).map_err(CommitError::from).and_then(|()| {
-            self.commit_stage
-                .commit(&self.name, &self.db, Default::default())
-        });
+        self.db().begin().map_err(storage_trap)?;
+        let committed = f(&self.db().conn)
+            .map_err(CommitError::from)
+            .and_then(|()| self.commit_with(Default::default()));
         match committed {
             Ok(_) => Ok(()),
             Err(e) => {
-                self.db.rollback();
+                self.db().rollback();
                 Err(commit_trap(e))
             }
         }
@@ -192,7 +186,7 @@ pub(super) fn version(
     }
     let location = instance.run().peek_location();
     match instance
-        .db
+        .db()
         .conn
         .workflow()
         .entry(&location)
@@ -226,7 +220,7 @@ pub(super) fn removed(
     }
     let location = instance.run().peek_location();
     let recorded = instance
-        .db
+        .db()
         .conn
         .workflow()
         .entry(&location)

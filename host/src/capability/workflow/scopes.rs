@@ -158,7 +158,7 @@ pub(super) fn join_exit(
         return Ok(Ok(None));
     };
     let recorded = instance
-        .db
+        .db()
         .conn
         .workflow()
         .entry(&location)
@@ -196,7 +196,7 @@ pub(super) fn join_exit(
 /// sleeps, retries or runs. A run that replays the join records it again,
 /// so the entry follows its branches.
 fn record_join_end(instance: &mut InstanceState, location: &str) -> wasmtime::Result<()> {
-    let conn = &instance.db.conn;
+    let conn = &instance.db().conn;
     let waiting = conn
         .workflow()
         .unfinished_under(&format!("{location}/"))
@@ -246,7 +246,7 @@ impl InstanceState {
         };
         let (location, iteration) = (location.clone(), *iteration);
         let mut entry = self
-            .db
+            .db()
             .conn
             .workflow()
             .entry(&location)

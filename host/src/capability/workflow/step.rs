@@ -66,7 +66,7 @@ pub(super) fn begin_step(
         },
         None => 1,
     };
-    let timeout = match step_timeout(options.timeout_ms, instance.call_timeout) {
+    let timeout = match step_timeout(options.timeout_ms, instance.call_timeout()) {
         Ok(timeout) => timeout,
         Err(refusal) => {
             return Ok(Err(Interrupt::Invalid(format!("step `{name}`: {refusal}"))));
@@ -84,18 +84,18 @@ pub(super) fn begin_step(
     }
     let batched = instance.run().batch.is_some();
     if !batched {
-        instance.db.begin().map_err(storage_trap)?;
+        instance.db().begin().map_err(storage_trap)?;
         instance.run().batch = Some(StepBatch {
             begun: Instant::now(),
             steps: 0,
             effects: Default::default(),
         });
     }
-    instance.db.enter(Savepoint::Step).map_err(storage_trap)?;
+    instance.db().enter(Savepoint::Step).map_err(storage_trap)?;
     instance.discard_effects();
-    instance.http.step_requests.clear();
-    instance.deadline.start(timeout);
-    instance.mode = Mode::Step;
+    instance.http_context().step_requests.clear();
+    instance.deadline().start(timeout);
+    instance.set_mode(Mode::Step);
     instance.run().open = Some(OpenStep {
         location,
         name,
@@ -111,7 +111,7 @@ pub(super) fn end_step(
     instance: &mut InstanceState,
     outcome: StepOutcome,
 ) -> wasmtime::Result<Result<Option<StepFailure>, Interrupt>> {
-    let open = match (instance.mode, instance.workflow.as_mut()) {
+    let open = match (instance.mode(), instance.workflow_run_mut()) {
         (Mode::Step, Some(run)) => run.open.take(),
         _ => None,
     };
@@ -120,9 +120,9 @@ pub(super) fn end_step(
             "workflow.end-step was called with no step open".into(),
         )));
     };
-    instance.mode = Mode::Orchestration;
-    instance.deadline.start(instance.call_timeout);
-    let lost = instance.transaction_lost.take();
+    instance.set_mode(Mode::Orchestration);
+    instance.deadline().start(instance.call_timeout());
+    let lost = instance.take_lost_transaction();
     let (kind, failure) = match outcome {
         StepOutcome::Ok(output) if output.len() > MAX_RESULT_BYTES => (
             Some(FailureKind::Critical),
@@ -170,7 +170,7 @@ impl InstanceState {
     /// Keeps the open step's writes with its history entry in the run's
     /// batch, and commits the batch if it is due.
     fn keep_step(&mut self, open: &OpenStep, output: String) -> wasmtime::Result<()> {
-        if self.db.conn.is_autocommit() {
+        if self.db().conn.is_autocommit() {
             // Never record a step whose writes are gone.
             return Err(wasmtime::Error::msg(format!(
                 "the transaction of step `{}` ended before the step did",
@@ -187,8 +187,8 @@ impl InstanceState {
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
         self.record_step_requests(open, entry.updated_at)?;
-        self.db.keep(Savepoint::Step).map_err(storage_trap)?;
-        let effects = std::mem::take(&mut self.effects);
+        self.db().keep(Savepoint::Step).map_err(storage_trap)?;
+        let effects = self.take_effects();
         let run = self.run();
         let steps_alone = run.steps_alone;
         let Some(batch) = run.batch.as_mut() else {
@@ -214,14 +214,14 @@ impl InstanceState {
     /// back already), and with it the run's batch.
     pub(crate) fn undo_step(&mut self, lost: bool) -> bool {
         self.discard_effects();
-        self.transaction_lost = None;
+        self.take_lost_transaction();
         let undone =
-            !lost && !self.db.conn.is_autocommit() && self.db.undo(Savepoint::Step).is_ok();
+            !lost && !self.db().conn.is_autocommit() && self.db().undo(Savepoint::Step).is_ok();
         if undone {
             return false;
         }
-        self.db.rollback();
-        if let Some(run) = self.workflow.as_mut() {
+        self.db().rollback();
+        if let Some(run) = self.workflow_run_mut() {
             run.batch = None;
         }
         true
@@ -230,21 +230,18 @@ impl InstanceState {
     /// Commits the run's batch of steps, if it has one, with their
     /// effects. A failed commit rolls the batch back.
     pub(crate) fn commit_steps(&mut self) -> Result<(), CommitError> {
-        let Some(batch) = self.workflow.as_mut().and_then(|run| run.batch.take()) else {
+        let Some(batch) = self.workflow_run_mut().and_then(|run| run.batch.take()) else {
             return Ok(());
         };
-        match self
-            .commit_stage
-            .commit(&self.name, &self.db, batch.effects)
-        {
+        match self.commit_with(batch.effects) {
             Ok(committed) => {
-                if let Some(run) = self.workflow.as_mut() {
+                if let Some(run) = self.workflow_run_mut() {
                     run.committed_appends |= committed.appended;
                 }
                 Ok(())
             }
             Err(e) => {
-                self.db.rollback();
+                self.db().rollback();
                 Err(e)
             }
         }
@@ -256,8 +253,8 @@ impl InstanceState {
     /// driver runs it again with every step alone
     /// ([`RunState::steps_alone`](crate::instance::workflow_run::RunState)).
     pub(crate) fn check_reaching_outside(&mut self, call: &str) -> wasmtime::Result<()> {
-        let in_step = self.mode == Mode::Step;
-        let Some(run) = self.workflow.as_mut() else {
+        let in_step = self.mode() == Mode::Step;
+        let Some(run) = self.workflow_run_mut() else {
             return Ok(());
         };
         match &run.open {
@@ -277,7 +274,7 @@ impl InstanceState {
     /// the inspector's timeline shows them.
     fn record_step_requests(&mut self, open: &OpenStep, at: i64) -> wasmtime::Result<()> {
         let rows: Vec<StepRequestRow> = self
-            .http
+            .http_context()
             .step_requests
             .drain(..)
             .map(|request| {
@@ -293,7 +290,7 @@ impl InstanceState {
                 }
             })
             .collect();
-        self.db
+        self.db()
             .conn
             .workflow()
             .record_requests(&open.location, &rows)
@@ -333,7 +330,7 @@ impl InstanceState {
         entry.attempts = open.attempt as i64;
         self.put(&entry)?;
         self.record_step_requests(open, entry.updated_at)?;
-        if let (Some(at), Some(run)) = (entry.wake_at, self.workflow.as_mut()) {
+        if let (Some(at), Some(run)) = (entry.wake_at, self.workflow_run_mut()) {
             run.wait_until(at, format!("the retry of step `{}`", open.name));
         }
         Ok(kind.map(|_| step_failure(&entry)))
@@ -389,7 +386,7 @@ fn step_failure(e: &HistoryEntry) -> StepFailure {
 /// instance gets new keys), the step's location and its name.
 pub(super) fn step_key(instance: &mut InstanceState) -> wasmtime::Result<Option<String>> {
     use sha2::{Digest, Sha256};
-    let open = match (&instance.mode, &instance.workflow) {
+    let open = match (instance.mode(), instance.workflow_run()) {
         (Mode::Step, Some(run)) => match &run.open {
             Some(open) => (open.location.clone(), open.name.clone()),
             None => return Ok(None),
@@ -397,14 +394,14 @@ pub(super) fn step_key(instance: &mut InstanceState) -> wasmtime::Result<Option<
         _ => return Ok(None),
     };
     let created_at = instance
-        .db
+        .db()
         .created_at()
         .and_then(|at| at.ok_or(rusqlite::Error::QueryReturnedNoRows))
         .map_err(storage_trap)?;
     let mut digest = Sha256::new();
     for part in [
-        instance.name.actor.as_bytes(),
-        instance.name.key.as_bytes(),
+        instance.name().actor.as_bytes(),
+        instance.name().key.as_bytes(),
         &created_at.to_le_bytes(),
         open.0.as_bytes(),
         open.1.as_bytes(),

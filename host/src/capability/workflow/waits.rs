@@ -23,7 +23,7 @@ pub(super) fn queue_next(
     if let Err(interrupt) = instance.check_orchestration("workflow.queue-next") {
         return Ok(Err(interrupt));
     }
-    if !instance.has_queue {
+    if !instance.has_queue() {
         return Ok(Err(Interrupt::Invalid(
             "workflow.queue-next: this instance has no queue".into(),
         )));
@@ -50,7 +50,7 @@ pub(super) fn queue_next(
     };
     let count = count.clamp(1, MAX_QUEUE_BATCH) as usize;
     let events = instance
-        .db
+        .db()
         .conn
         .queue()
         .pending_of_types(&event_types, count)

@@ -16,7 +16,7 @@ use super::session::SqlSession;
 impl SqlSession {
     /// The invariants after every operation.
     pub(super) fn check(&self, problems: &mut Vec<String>) {
-        let conn = &self.session.state.db.conn;
+        let conn = &self.session.state.db().conn;
         match internal_objects(conn, "main") {
             Ok(main) => {
                 let host = host_objects();

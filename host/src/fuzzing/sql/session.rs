@@ -53,14 +53,14 @@ impl SqlSession {
             "SQLite keeps no memory statistics in this process: the memory bound cannot be checked"
         );
         let s = &mut session.state;
-        s.deadline.clear();
-        s.call_timeout = DEADLINE;
+        s.deadline().clear();
+        s.set_call_timeout(DEADLINE);
         s.execute_batch("CREATE TABLE fired (what TEXT)".into())
             .expect("no trap")
             .expect("the guest's table");
         s.commit_transaction().expect("commit");
-        s.db.begin().expect("begin");
-        let watchdog = Watchdog::new(s.db.conn.get_interrupt_handle());
+        s.db().begin().expect("begin");
+        let watchdog = Watchdog::new(s.db().conn.get_interrupt_handle());
         SqlSession {
             session,
             model: Model::default(),
@@ -81,7 +81,7 @@ impl SqlSession {
     pub fn apply(&mut self, index: usize, op: Op) -> Result<(), Violation> {
         let what = describe(&op);
         let host_op = !matches!(op, Op::Batch(_) | Op::Query(_) | Op::Step { .. });
-        let fired = fired(&self.session.state.db.conn);
+        let fired = fired(&self.session.state.db().conn);
         let mut problems = Vec::new();
         memory_highwater(true);
         let start = Instant::now();
@@ -90,7 +90,7 @@ impl SqlSession {
         self.watchdog.disarm();
         let elapsed = start.elapsed();
         let memory = memory_highwater(false);
-        self.state().deadline.clear();
+        self.state().deadline().clear();
         if elapsed > DEADLINE + MARGIN {
             problems.push(format!(
                 "it ran for {} ms; its deadline was {} ms (plus {} ms of margin){}",
@@ -113,7 +113,7 @@ impl SqlSession {
         }
         // A rollback takes the call's own rows of `fired` with it; a
         // trigger firing in the host's statements adds one.
-        if host_op && self::fired(&self.session.state.db.conn) > fired {
+        if host_op && self::fired(&self.session.state.db().conn) > fired {
             problems.push("a guest trigger fired inside the host's own statements".into());
         }
         self.check(&mut problems);
@@ -260,31 +260,31 @@ impl SqlSession {
         };
         if trapped {
             self.abort_call();
-        } else if self.session.state.transaction_lost.is_some() {
+        } else if self.session.state.lost_transaction().is_some() {
             // SQLite rolled the transaction back by itself: the call fails
             // when it ends.
             self.model.rollback();
         } else if rolls_back {
-            self.model.current = read_main(&self.session.state.db.conn).unwrap_or_default();
+            self.model.current = read_main(&self.session.state.db().conn).unwrap_or_default();
         }
     }
 
     /// Starts the deadline of a guest call's import.
     fn start_call(&mut self) {
         let s = self.state();
-        s.mode = Mode::Action;
-        s.deadline.start(DEADLINE);
+        s.set_mode(Mode::Action);
+        s.deadline().start(DEADLINE);
     }
 
     /// The host commits the call (or rolls it back if it cannot commit)
     /// and opens the next.
     fn end_call(&mut self) {
         let s = &mut self.session.state;
-        s.deadline.clear();
-        let committed = s.transaction_lost.take().is_none() && s.commit_transaction().is_ok();
-        s.db.rollback();
+        s.deadline().clear();
+        let committed = s.take_lost_transaction().is_none() && s.commit_transaction().is_ok();
+        s.db().rollback();
         s.discard_effects();
-        s.db.begin().expect("begin");
+        s.db().begin().expect("begin");
         if committed {
             self.model.commit();
         } else {
@@ -295,11 +295,11 @@ impl SqlSession {
     /// The call traps or is rolled back: nothing of it stays.
     fn abort_call(&mut self) {
         let s = &mut self.session.state;
-        s.deadline.clear();
-        s.transaction_lost = None;
-        s.db.rollback();
+        s.deadline().clear();
+        s.take_lost_transaction();
+        s.db().rollback();
         s.discard_effects();
-        s.db.begin().expect("begin");
+        s.db().begin().expect("begin");
         self.model.rollback();
     }
 
@@ -314,10 +314,13 @@ impl SqlSession {
     ) -> bool {
         self.end_call();
         let s = &mut self.session.state;
-        let result = f(&s.db.conn)
-            .and_then(|()| s.db.commit().map_err(|e| format!("its commit failed: {e}")));
-        s.db.rollback();
-        s.db.begin().expect("begin");
+        let result = f(&s.db().conn).and_then(|()| {
+            s.db()
+                .commit()
+                .map_err(|e| format!("its commit failed: {e}"))
+        });
+        s.db().rollback();
+        s.db().begin().expect("begin");
         match result {
             Ok(()) => true,
             Err(e) => {
@@ -363,7 +366,7 @@ impl SqlSession {
         self.end_call();
         for _ in 0..16 {
             let now = now_ms();
-            let due = self.session.state.db.conn.schedules().next_due(now);
+            let due = self.session.state.db().conn.schedules().next_due(now);
             let schedule = match due {
                 Ok(Some(schedule)) => schedule,
                 Ok(None) => break,
@@ -401,9 +404,9 @@ impl SqlSession {
         self.steps += 1;
         let name = format!("s{}", self.steps);
         let s = &mut self.session.state;
-        s.db.rollback();
-        s.mode = Mode::Orchestration;
-        s.deadline.start(DEADLINE);
+        s.db().rollback();
+        s.set_mode(Mode::Orchestration);
+        s.deadline().start(DEADLINE);
         let options = StepOptions {
             max_retries: 0,
             backoff_base_ms: 0,
@@ -436,11 +439,11 @@ impl SqlSession {
             } else {
                 StepOutcome::Ok("null".into())
             };
-            let fired = fired(&s.db.conn);
+            let fired = fired(&s.db().conn);
             let ended = s.end_step(outcome);
             // The run ends here: its batch of steps commits.
             let committed = s.commit_steps();
-            if fired != self::fired(&s.db.conn) {
+            if fired != self::fired(&s.db().conn) {
                 problems.push(
                     "a guest trigger fired inside the host's own statements of end-step".into(),
                 );
@@ -451,10 +454,10 @@ impl SqlSession {
         }
         self.model.rollback();
         let s = &mut self.session.state;
-        s.db.rollback();
-        s.deadline.clear();
-        s.mode = Mode::Action;
-        s.db.begin().expect("begin");
+        s.db().rollback();
+        s.deadline().clear();
+        s.set_mode(Mode::Action);
+        s.db().begin().expect("begin");
     }
 
     fn inspect(&mut self, problems: &mut Vec<String>) {

@@ -367,7 +367,7 @@ mod tests {
             "SELECT name FROM {schema}.sqlite_schema WHERE lower(substr(name, 1, 8)) = '_burrow_'
              OR lower(substr(tbl_name, 1, 8)) = '_burrow_' ORDER BY name"
         );
-        let mut stmt = state.db.conn.prepare(&sql).unwrap();
+        let mut stmt = state.db().conn.prepare(&sql).unwrap();
         stmt.query_map([], |r| r.get(0))
             .unwrap()
             .collect::<Result<_, _>>()
@@ -427,7 +427,7 @@ mod tests {
         assert!(objects(&state, "temp").is_empty());
         // The statements before each refused one stand; the refused one left nothing.
         let kept: Vec<String> = state
-            .db
+            .db()
             .conn
             .prepare("SELECT name FROM sqlite_temp_schema UNION ALL SELECT name FROM main.sqlite_schema WHERE name IN ('x', 'y', 'f', 'g')")
             .unwrap()
@@ -437,7 +437,7 @@ mod tests {
             .unwrap();
         assert_eq!(kept, ["x", "j", "y", "g"]);
         // The call's transaction is still open and usable.
-        assert!(!state.db.conn.is_autocommit());
+        assert!(!state.db().conn.is_autocommit());
         batch(
             &mut state,
             "CREATE TABLE after (v); INSERT INTO after VALUES (1)",
@@ -583,6 +583,6 @@ mod tests {
             matches!(&e, DbError::Other(m) | DbError::InvalidSql(m) if m.contains("already exists")),
             "{e:?}"
         );
-        assert!(!state.db.conn.is_autocommit());
+        assert!(!state.db().conn.is_autocommit());
     }
 }
