@@ -669,6 +669,30 @@ async fn a_run_of_events_commits_together_and_a_trap_in_it_fails_alone() {
     assert!(used < 12, "{used} commits for 12 events: no run");
 }
 
+/// An event that reached another instance ends its run, which commits
+/// before the next event runs: what the event did there is not undone by
+/// a rollback here, so no later event of the run may cost it its commit.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_that_reaches_another_instance_ends_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[queue_probe()]).await;
+    create(&host, "flag", json!({})).await;
+    create(&host, "run", json!({"mode": "fifo"})).await;
+    let events: Vec<Value> = (0..6)
+        .map(|_| json!({"type": "take", "payload": {"flag": "flag"}}))
+        .collect();
+    let commits = host.commits();
+    enqueue(&host, "run", json!(events)).await;
+    log_of(&host, "run", 6).await;
+    // The append, each call's commit on the flag, and each event's own.
+    let used = host.commits() - commits;
+    assert!(
+        used >= 1 + 6 + 6,
+        "{used} commits for 6 events that each reached out"
+    );
+    host.shutdown().await;
+}
+
 /// The host's tables in the database of (`actor`, `key`), read with the
 /// host stopped.
 fn host_tables(dir: &std::path::Path, actor: &str, key: &str) -> Vec<String> {

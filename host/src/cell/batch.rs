@@ -1,6 +1,6 @@
 //! Coalesced calls: the action calls waiting for one instance run back to
 //! back in one transaction, each inside its own savepoint, and commit
-//! once.
+//! once (the loop is `savepoints.rs`'s, with its bounds and early ends).
 //!
 //! A call that fails or traps rolls back to its savepoint and fails alone;
 //! its neighbours' writes stay. Only the commit releases the replies of
@@ -9,13 +9,9 @@
 //! hold the succeeded calls' effects only). A failed call is answered at
 //! once: nothing of it is kept, so nothing of it waits for a commit.
 //!
-//! A batch is bounded ([`MAX_BATCH_CALLS`], [`MAX_BATCH_BYTES`],
-//! [`MAX_BATCH_TIME`]) and takes only calls already waiting: a call that
-//! finds the instance idle runs alone, as a batch of one. It ends early
-//! after a call that reached another instance (that call's effects
-//! elsewhere are not undone by a rollback here, so no later call may
-//! lose it its commit), and after a trap (the wasm instance is replaced;
-//! the calls not yet run wait for the new one). When SQLite rolls the
+//! A batch takes only calls already waiting: a call that finds the
+//! instance idle runs alone, as a batch of one. After a trap, the calls
+//! not yet run wait for the new wasm instance. When SQLite rolls the
 //! whole transaction back by itself (a full disk, say), the call that
 //! caused it fails and the earlier calls of the batch, none of which
 //! reached outside, run again in the next batch.
@@ -27,16 +23,14 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
 
 use crate::address::Address;
 use crate::caller::Caller;
-use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
 use crate::instance::commit::{Durable, Unsynced};
-use crate::storage::Savepoint;
 
-use super::{Cell, storage_error};
+use super::Cell;
+use super::savepoints::{Item, Rules};
 
 /// One action call waiting for its instance, and its answer once it has
 /// one.
@@ -173,55 +167,25 @@ impl Cell {
     /// Runs one batch of waiting calls in one transaction; returns whether
     /// there was a call to run.
     async fn run_batch(&mut self, pending: &PendingCalls) -> bool {
-        let Some(first) = pending.take() else {
-            return false;
+        let rules = Rules {
+            stop_at_failure: false,
         };
-        let begun = Instant::now();
-        let mut bytes = 0;
-        let mut count = 0;
-        // Calls that succeeded, waiting for the commit.
-        let mut succeeded: Vec<(Arc<CallJob>, String)> = Vec::new();
-        let mut open = false;
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            if !open {
-                if let Err(e) = self.begin() {
-                    job.answer(Err(e));
-                    return true;
-                }
-                open = true;
-            }
-            count += 1;
-            bytes += job.args.len();
-            let alone = succeeded.is_empty();
-            match self.batched_call(&job, alone).await {
-                Savepointed::Kept(result) => succeeded.push((job, result)),
-                Savepointed::Undone(e) => {
-                    job.answer(Err(e));
-                    // Alone, it was rolled back with the transaction.
-                    open &= !alone;
-                }
-                Savepointed::TransactionLost(e) => {
-                    // Everything before it is gone with the transaction.
-                    job.answer(Err(e));
-                    self.db().rollback();
-                    self.store.data_mut().discard_effects();
-                    pending.push_front(succeeded.into_iter().map(|(job, _)| job).collect());
-                    return true;
-                }
-            }
-            let full = count >= MAX_BATCH_CALLS
-                || bytes >= MAX_BATCH_BYTES
-                || begun.elapsed() >= MAX_BATCH_TIME;
-            if full || self.is_broken() || self.store.data().effects().reached_outside {
-                break;
-            }
-            next = pending.take();
+        let batched = self.run_batched(rules, || pending.take()).await;
+        if batched.kept.is_empty() && batched.failed.is_empty() {
+            return false;
         }
-        if succeeded.is_empty() {
-            // Every call failed: nothing to commit.
-            self.db().rollback();
-            self.store.data_mut().discard_effects();
+        // A failed call is answered at once: nothing of it waits for the
+        // commit.
+        for (job, e) in batched.failed {
+            job.answer(Err(e));
+        }
+        if batched.lost {
+            // Gone with the transaction, and none reached outside: they run
+            // again in the next batch.
+            pending.push_front(batched.kept.into_iter().map(|(job, _)| job).collect());
+            return true;
+        }
+        if batched.kept.is_empty() {
             return true;
         }
         match self.finish_syncing_later(Ok(())) {
@@ -231,7 +195,7 @@ impl Cell {
                 // goes away from here on leaves no call of the batch to be
                 // run again.
                 let durable = unsynced.map(Unsynced::start);
-                for (job, result) in succeeded {
+                for (job, result) in batched.kept {
                     job.answer_once_durable(Ok(result), durable.clone());
                 }
                 if let Some(durable) = durable {
@@ -239,81 +203,28 @@ impl Cell {
                 }
             }
             Err(e) => {
-                for (job, _) in succeeded {
+                for (job, _) in batched.kept {
                     job.answer(Err(e.clone()));
                 }
             }
         }
         true
     }
-
-    /// Runs one call of a batch inside its own savepoint (`alone`: first
-    /// in its transaction, see [`Cell::in_savepoint`]).
-    async fn batched_call(&mut self, job: &CallJob, alone: bool) -> Savepointed<String> {
-        self.store.data_mut().set_chain(&job.chain);
-        let result = self
-            .in_savepoint(alone, async |cell| {
-                cell.run_action(&job.action, &job.args, &job.caller).await
-            })
-            .await;
-        self.store.data_mut().clear_chain();
-        result
-    }
-
-    /// Runs `op` (guest code) inside a savepoint of the open transaction,
-    /// with effects of its own: kept with its writes if it succeeds, undone
-    /// with them if it fails. `alone`: nothing is kept in the transaction
-    /// yet, so it needs no savepoint of its own, and a failure rolls the
-    /// whole transaction back (the caller begins a new one for what
-    /// follows): a batch of one costs what a call alone always did.
-    pub(super) async fn in_savepoint<T>(
-        &mut self,
-        alone: bool,
-        op: impl AsyncFnOnce(&mut Cell) -> Result<T, Error>,
-    ) -> Savepointed<T> {
-        let name = self.name().clone();
-        if !alone && let Err(e) = self.db().enter(Savepoint::Call) {
-            return Savepointed::Undone(storage_error(&name, e));
-        }
-        let before = self.store.data_mut().take_effects();
-        let result = op(self).await;
-        let state = self.store.data_mut();
-        let own = state.restore_effects(before);
-        if let Some(cause) = state.take_lost_transaction() {
-            let error = match result {
-                Err(e) => e,
-                Ok(_) => Error::transaction_rolled_back(&name.actor, &name.key, &cause),
-            };
-            return Savepointed::TransactionLost(error);
-        }
-        let kept = match &result {
-            Ok(_) if alone => Ok(()),
-            Ok(_) => self.db().keep(Savepoint::Call),
-            Err(_) if alone => {
-                self.db().rollback();
-                Ok(())
-            }
-            Err(_) => self.db().undo(Savepoint::Call),
-        };
-        match (result, kept) {
-            (Ok(value), Ok(())) => {
-                self.store.data_mut().absorb_effects(own);
-                Savepointed::Kept(value)
-            }
-            (Ok(_), Err(e)) => Savepointed::TransactionLost(storage_error(&name, e)),
-            (Err(e), Ok(())) => Savepointed::Undone(e),
-            (Err(e), Err(_)) => Savepointed::TransactionLost(e),
-        }
-    }
 }
 
-/// How guest code run inside a savepoint ended.
-pub(super) enum Savepointed<T> {
-    /// Its writes stand, waiting for the transaction's commit.
-    Kept(T),
-    /// Rolled back to its savepoint; the rest of the transaction stands.
-    Undone(Error),
-    /// The whole transaction is gone (SQLite rolled it back, or the
-    /// savepoint could not be ended): nothing may commit.
-    TransactionLost(Error),
+impl Item for Arc<CallJob> {
+    type Output = String;
+
+    fn size(&self) -> usize {
+        self.args.len()
+    }
+
+    async fn run(&self, cell: &mut Cell) -> Result<String, Error> {
+        cell.store.data_mut().set_chain(&self.chain);
+        let result = cell
+            .run_action(&self.action, &self.args, &self.caller)
+            .await;
+        cell.store.data_mut().clear_chain();
+        result
+    }
 }

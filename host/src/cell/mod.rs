@@ -17,6 +17,7 @@ mod batch;
 mod calls;
 mod incoming;
 mod queue;
+mod savepoints;
 mod transaction;
 mod workflow;
 

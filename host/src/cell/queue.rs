@@ -14,12 +14,8 @@ use crate::storage::{
     retry_delay,
 };
 
-use std::time::Instant;
-
-use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
-
 use super::Cell;
-use super::batch::Savepointed;
+use super::savepoints::{Item, Rules};
 
 impl Cell {
     /// Records the guest's queue policy unless one is recorded already
@@ -159,51 +155,28 @@ impl Cell {
         if self.starting.is_some() {
             return vec![self.process(first).await];
         }
-        if let Err(e) = self.begin() {
-            return vec![Err(e)];
+        let rules = Rules {
+            stop_at_failure: true,
+        };
+        let mut events = events.iter();
+        let batched = self.run_batched(rules, || events.next()).await;
+        let mut failed = batched.failed.into_iter().map(|(_, e)| Err(e));
+        if batched.lost {
+            // The events before it are pending again: not reached.
+            return failed.next_back().into_iter().collect();
         }
-        let begun = Instant::now();
-        let mut results = Vec::new();
-        let mut bytes = 0;
-        for event in events {
-            let full = results.len() >= MAX_BATCH_CALLS
-                || bytes >= MAX_BATCH_BYTES
-                || begun.elapsed() >= MAX_BATCH_TIME;
-            if full || self.is_broken() {
-                break;
-            }
-            bytes += event.payload.len();
-            let alone = results.is_empty();
-            let result = self
-                .in_savepoint(alone, async |cell| cell.run_process(event).await)
-                .await;
-            match result {
-                Savepointed::Kept(result) => results.push(Ok(result)),
-                Savepointed::Undone(e) => {
-                    results.push(Err(e));
-                    break;
-                }
-                Savepointed::TransactionLost(e) => {
-                    // The events before it are pending again: not reached.
-                    self.db().rollback();
-                    self.store.data_mut().discard_effects();
-                    return vec![Err(e)];
-                }
-            }
-        }
-        if !results.iter().any(Result::is_ok) {
-            self.db().rollback();
-            self.store.data_mut().discard_effects();
-            return results;
-        }
-        if let Err(e) = self.finish(Ok(())) {
-            for result in &mut results {
-                if result.is_ok() {
-                    *result = Err(e.clone());
-                }
-            }
-        }
-        results
+        let committed = match batched.kept.is_empty() {
+            true => Ok(()),
+            false => self.finish(Ok(())),
+        };
+        let kept = batched
+            .kept
+            .into_iter()
+            .map(|(_, result)| match &committed {
+                Ok(()) => Ok(result),
+                Err(e) => Err(e.clone()),
+            });
+        kept.chain(failed).collect()
     }
 
     pub(super) async fn run_process(&mut self, event: &QueuedEvent) -> Result<String, Error> {
@@ -304,5 +277,17 @@ fn wit_event(event: &QueuedEvent) -> WitEvent {
         group: event.group.clone(),
         created_at: event.created_at,
         attempt: event.attempts.saturating_add(1),
+    }
+}
+
+impl Item for &QueuedEvent {
+    type Output = String;
+
+    fn size(&self) -> usize {
+        self.payload.len()
+    }
+
+    async fn run(&self, cell: &mut Cell) -> Result<String, Error> {
+        cell.run_process(self).await
     }
 }

@@ -47,8 +47,10 @@ impl Cell {
         if self.starting.is_some() {
             return Ok(());
         }
-        self.store.data_mut().discard_effects();
-        self.db().begin().map_err(|e| self.storage_error(e))
+        self.store
+            .data_mut()
+            .begin_transaction()
+            .map_err(|e| self.storage_error(e))
     }
 
     pub(super) fn finish<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
@@ -152,8 +154,7 @@ impl Cell {
                 Err(e @ CommitError::LogNotSynced(_)) => Err(self.not_synced(e)),
             },
             Err(e) => {
-                self.db().rollback();
-                self.store.data_mut().discard_effects();
+                self.store.data_mut().roll_back();
                 // A start rolled back leaves a guest whose hooks ran for
                 // nothing: replace it.
                 self.broken |= self.starting.is_some();

@@ -267,8 +267,7 @@ impl Cell {
             )
             .await;
         let state = self.store.data_mut();
-        state.discard_effects();
-        state.db().rollback();
+        state.roll_back();
         let run = state.end_run().unwrap_or_default();
         state.set_mode(Mode::Idle);
         // The cell is never used again.

@@ -164,15 +164,13 @@ impl ImportSession {
             ImportCall::Commit => {
                 s.take_lost_transaction();
                 let _ = s.commit_transaction();
-                s.db().rollback();
-                s.discard_effects();
-                s.db().begin().expect("begin");
+                s.roll_back();
+                s.begin_transaction().expect("begin");
             }
             ImportCall::Rollback => {
                 s.take_lost_transaction();
-                s.db().rollback();
-                s.discard_effects();
-                s.db().begin().expect("begin");
+                s.roll_back();
+                s.begin_transaction().expect("begin");
             }
         }
         if let Some(refused) = refused_not_in_step {

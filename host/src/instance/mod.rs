@@ -464,6 +464,18 @@ impl InstanceState {
             .commit_syncing_later(&self.name, &self.db, effects)
     }
 
+    /// Begins a transaction, with no effects yet.
+    pub(crate) fn begin_transaction(&mut self) -> rusqlite::Result<()> {
+        self.effects = Effects::default();
+        self.db.begin()
+    }
+
+    /// Rolls the open transaction back, with its effects.
+    pub(crate) fn roll_back(&mut self) {
+        self.db.rollback();
+        self.effects = Effects::default();
+    }
+
     /// Forgets the effects of a transaction that is rolled back.
     pub(crate) fn discard_effects(&mut self) {
         self.effects = Effects::default();

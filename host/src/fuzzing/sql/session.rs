@@ -282,9 +282,8 @@ impl SqlSession {
         let s = &mut self.session.state;
         s.deadline().clear();
         let committed = s.take_lost_transaction().is_none() && s.commit_transaction().is_ok();
-        s.db().rollback();
-        s.discard_effects();
-        s.db().begin().expect("begin");
+        s.roll_back();
+        s.begin_transaction().expect("begin");
         if committed {
             self.model.commit();
         } else {
@@ -297,9 +296,8 @@ impl SqlSession {
         let s = &mut self.session.state;
         s.deadline().clear();
         s.take_lost_transaction();
-        s.db().rollback();
-        s.discard_effects();
-        s.db().begin().expect("begin");
+        s.roll_back();
+        s.begin_transaction().expect("begin");
         self.model.rollback();
     }
 

@@ -120,6 +120,9 @@ struct Payload {
     /// Fail until the `heal` action ran.
     #[serde(default)]
     until_healed: bool,
+    /// The instance a `take` event calls.
+    #[serde(default)]
+    flag: Option<String>,
 }
 
 fn record(event: &Event, started_ms: Option<i64>) -> Result<()> {
@@ -173,6 +176,10 @@ fn process(event: Event) -> Result<Json> {
         }
         "append" => {
             enqueue(payload.events)?;
+        }
+        "take" => {
+            let flag = payload.flag.unwrap_or_default();
+            let _: bool = actors::call("queue-probe", &flag, "take", &())?;
         }
         // Attacks: each must fail this attempt only, leaving committed data
         // and other instances alone.
