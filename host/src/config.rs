@@ -50,7 +50,8 @@ pub const DEFAULT_MAX_AWAKE: usize = 1000;
 /// Calls that may wait for one busy instance before callers get `overloaded`.
 pub const MAX_QUEUED_CALLS_PER_INSTANCE: usize = 1024;
 /// The most waiting calls of one instance run back to back in one
-/// transaction, committed once (see `cell/batch.rs`).
+/// transaction, committed once (see `cell/batch.rs`); the most events of a
+/// queue run and steps of a workflow's batch too (`instance/batch.rs`).
 pub const MAX_BATCH_CALLS: usize = 128;
 /// A batch takes no further call once its calls' arguments reach this
 /// many bytes.

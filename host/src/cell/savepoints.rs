@@ -4,18 +4,15 @@
 //! its own: a failed item is undone alone, and the commit (the caller's)
 //! acts on the kept items' effects only.
 //!
-//! A batch is bounded ([`MAX_BATCH_CALLS`], [`MAX_BATCH_BYTES`],
-//! [`MAX_BATCH_TIME`]). It ends early after an item that reached another
-//! instance or the world (a rollback here would not undo that, so no
-//! later item may lose it its commit), and after a trap (the wasm
-//! instance is replaced). When the whole transaction goes (SQLite rolled
+//! A batch is bounded ([`BatchSize`]: items, bytes, time). It ends early
+//! after an item that reached another instance or the world (a rollback
+//! here would not undo that, so no later item may lose it its commit), and
+//! after a trap (the wasm instance is replaced). When the whole transaction goes (SQLite rolled
 //! it back by itself, on a full disk, say), the kept items go with it:
 //! none of them reached outside, so the caller may run them again.
 
-use std::time::Instant;
-
-use crate::config::{MAX_BATCH_BYTES, MAX_BATCH_CALLS, MAX_BATCH_TIME};
 use crate::error::Error;
+use crate::instance::batch::BatchSize;
 use crate::storage::Savepoint;
 
 use super::{Cell, storage_error};
@@ -31,7 +28,7 @@ pub(super) struct Rules {
 /// One item of a batch: guest work run inside its savepoint.
 pub(super) trait Item {
     type Output;
-    /// What the item counts against [`MAX_BATCH_BYTES`].
+    /// What the item counts against the batch's bytes.
     fn size(&self) -> usize;
     async fn run(&self, cell: &mut Cell) -> Result<Self::Output, Error>;
 }
@@ -59,25 +56,20 @@ impl Cell {
         rules: Rules,
         mut next: impl FnMut() -> Option<J>,
     ) -> Batched<J, J::Output> {
-        let begun = Instant::now();
+        let mut size = BatchSize::new();
         let mut batched = Batched {
             kept: Vec::new(),
             failed: Vec::new(),
             lost: false,
         };
-        let (mut count, mut bytes) = (0, 0);
         let mut open = false;
         loop {
-            let full = count >= MAX_BATCH_CALLS
-                || bytes >= MAX_BATCH_BYTES
-                || begun.elapsed() >= MAX_BATCH_TIME
-                || self.store.data().effects().reached_outside;
-            if self.is_broken() || (count > 0 && full) {
+            let full = !size.is_empty() && size.is_full(self.store.data().effects());
+            if self.is_broken() || full {
                 break;
             }
             let Some(item) = next() else { break };
-            count += 1;
-            bytes += item.size();
+            size.add(item.size());
             if !open {
                 if let Err(e) = self.begin() {
                     batched.failed.push((item, e));

@@ -6,6 +6,7 @@
 //! on [`InstanceState`]) and above storage; what it needs of the layers
 //! above (calls to other actors) comes through [`outside::OtherActors`].
 
+pub(crate) mod batch;
 pub(crate) mod commit;
 mod mode;
 pub(crate) mod output;

@@ -1,7 +1,8 @@
 //! What the host tracks while one run of a workflow is going on.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::batch::BatchSize;
 use super::commit::Effects;
 use crate::bindings::workflow::StepOptions;
 
@@ -38,9 +39,18 @@ pub(crate) struct RunState {
 /// Steps of a run that ended well, in one open transaction, each kept from
 /// its savepoint; they commit together, with their effects.
 pub(crate) struct StepBatch {
-    pub(crate) begun: Instant,
-    pub(crate) steps: usize,
+    pub(crate) size: BatchSize,
     pub(crate) effects: Effects,
+}
+
+impl StepBatch {
+    /// An empty batch, begun now.
+    pub(crate) fn new() -> StepBatch {
+        StepBatch {
+            size: BatchSize::new(),
+            effects: Effects::default(),
+        }
+    }
 }
 
 impl Default for RunState {
@@ -81,11 +91,7 @@ impl RunState {
     pub(crate) fn checking() -> RunState {
         RunState {
             checking: true,
-            batch: Some(StepBatch {
-                begun: Instant::now(),
-                steps: 0,
-                effects: Default::default(),
-            }),
+            batch: Some(StepBatch::new()),
             ..RunState::default()
         }
     }

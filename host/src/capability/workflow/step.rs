@@ -7,15 +7,16 @@
 //! Consecutive steps of a run share one transaction (the run's
 //! [`StepBatch`]): the first begins it, each keeps its writes from its own
 //! savepoint, and they commit together, with their effects, once the batch
-//! is full or old ([`MAX_BATCH_CALLS`], [`MAX_BATCH_TIME`]), after a step
-//! that reached another instance, and when the run stops. Nothing of a
-//! step leaves the instance before its commit. A step that would reach
-//! another instance from inside a batch stops the run instead
+//! is full or old, or after a step that reached another instance (the
+//! bounds of every batch: [`BatchSize`](crate::instance::batch::BatchSize)),
+//! and when the run stops. Nothing of a step leaves the instance before its
+//! commit. A step that would reach another instance from inside a batch
+//! stops the run instead
 //! ([`InstanceState::check_reaching_outside`]): the steps before it
 //! commit, and the run starts again with every step alone, so that a call
 //! never goes out before the steps it follows are durable.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::history::new_entry;
 use crate::bindings::types::Failure;
@@ -23,7 +24,7 @@ use crate::bindings::workflow::{
     FailureKind, Interrupt, StepFailure, StepOptions, StepOutcome, StepStart,
 };
 use crate::clock::now_ms;
-use crate::config::{MAX_BATCH_CALLS, MAX_BATCH_TIME, MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
+use crate::config::{MAX_RESULT_BYTES, MAX_STEP_TIMEOUT};
 use crate::error::TRANSACTION_ROLLED_BACK;
 use crate::instance::commit::CommitError;
 use crate::instance::output::failure_text;
@@ -75,21 +76,14 @@ pub(super) fn begin_step(
     // A batch past its time (orchestration code ran long since its last
     // step) commits before the next step joins it.
     let run = instance.run();
-    let old = run
-        .batch
-        .as_ref()
-        .is_some_and(|b| b.begun.elapsed() >= MAX_BATCH_TIME);
+    let old = run.batch.as_ref().is_some_and(|b| b.size.is_old());
     if run.steps_alone || old {
         instance.commit_steps().map_err(commit_trap)?;
     }
     let batched = instance.run().batch.is_some();
     if !batched {
         instance.db().begin().map_err(storage_trap)?;
-        instance.run().batch = Some(StepBatch {
-            begun: Instant::now(),
-            steps: 0,
-            effects: Default::default(),
-        });
+        instance.run().batch = Some(StepBatch::new());
     }
     instance.db().enter(Savepoint::Step).map_err(storage_trap)?;
     instance.discard_effects();
@@ -197,12 +191,9 @@ impl InstanceState {
                 open.name
             )));
         };
-        batch.steps += 1;
+        batch.size.add(0);
         batch.effects.absorb(effects);
-        let due = steps_alone
-            || batch.effects.reached_outside
-            || batch.steps >= MAX_BATCH_CALLS
-            || batch.begun.elapsed() >= MAX_BATCH_TIME;
+        let due = steps_alone || batch.size.is_full(&batch.effects);
         if due {
             self.commit_steps().map_err(commit_trap)?;
         }
