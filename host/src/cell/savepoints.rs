@@ -6,10 +6,11 @@
 //!
 //! A batch is bounded ([`BatchSize`]: items, bytes, time). It ends early
 //! after an item that reached another instance or the world (a rollback
-//! here would not undo that, so no later item may lose it its commit), and
-//! after a trap (the wasm instance is replaced). When the whole transaction goes (SQLite rolled
-//! it back by itself, on a full disk, say), the kept items go with it:
-//! none of them reached outside, so the caller may run them again.
+//! here would not undo that, so no later item may cost it its commit), and
+//! after a trap (the wasm instance is replaced). When the whole transaction
+//! goes (SQLite rolled it back by itself, on a full disk, say), the kept
+//! items go with it: none of them reached outside, so the caller may run
+//! them again.
 
 use crate::error::Error;
 use crate::instance::batch::BatchSize;
