@@ -451,8 +451,8 @@ impl InstanceState {
 impl InstanceState {
     /// Commits the open transaction through the commit stage.
     pub(crate) fn commit_transaction(&mut self) -> Result<Committed, commit::CommitError> {
-        let effects = std::mem::take(&mut self.effects);
-        self.commit_stage.commit(&self.name, &self.db, effects)
+        let effects = self.take_effects();
+        self.commit_with(effects)
     }
 
     /// Commits the open transaction, leaving the log's sync to the caller

@@ -785,12 +785,18 @@ mod tests {
             ON _burrow_workflow_requests (location, seq);
     ";
 
-    #[test]
-    fn requests_of_an_instance_made_before_the_column_are_read_and_kept() {
+    /// A database with the old schema, and a connection to it.
+    fn old_file() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.sqlite");
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(OLD_SCHEMA).unwrap();
+        (dir, path, conn)
+    }
+
+    #[test]
+    fn requests_of_an_instance_made_before_the_column_are_read_and_kept() {
+        let (_dir, path, conn) = old_file();
         let entry = |location: &str| step_entry(location, EntryStatus::Retrying);
         // As the old rows below hold them.
         let row = |attempt: i64, at: i64| request(attempt, Some(503), at);
@@ -837,10 +843,7 @@ mod tests {
 
     #[test]
     fn a_connection_behind_the_file_finds_the_requests_column_there() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.sqlite");
-        let behind = Connection::open(&path).unwrap();
-        behind.execute_batch(OLD_SCHEMA).unwrap();
+        let (_dir, path, behind) = old_file();
         behind
             .workflow()
             .put_entry(&step_entry("0", EntryStatus::Done))
