@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A newcomer's path, outside the repository: installs `burrow` with
-# `cargo install --path host` into a temporary root, packs the SDKs (the
+# `cargo install --path cli` into a temporary root, packs the SDKs (the
 # Rust one by the checkout's git URL, the Python one as a wheel installed
 # into a fresh virtual environment, the JavaScript one as an `npm pack`
 # tarball), then for each language and template creates a project with
@@ -28,12 +28,12 @@ trap cleanup EXIT
 
 echo "==> installing burrow into $work/install"
 # --debug with the workspace's target folder: what this builds,
-# `cargo build -p burrow-host` (README, scripts/quickstart.sh) finds built.
+# `cargo build -p burrow` (README, scripts/quickstart.sh) finds built.
 # It cannot reuse the test build: `cargo test --workspace` builds the
 # dependencies with the features of every member and dev-dependency
 # (syn's `fold` and `visit`, regex's `unicode`, ...), which reach most of
 # the tree, so most of it is built again here (270 s of a CI run).
-cargo install --quiet --locked --debug --path "$repo/host" --root "$work/install" \
+cargo install --quiet --locked --debug --path "$repo/cli" --root "$work/install" \
     --target-dir "$repo/target"
 export PATH="$work/install/bin:$PATH"
 unset BURROW_DATA_DIR BURROW_MANIFEST BURROW_URL

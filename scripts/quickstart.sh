@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 echo "==> building burrow"
-cargo build -p burrow-host
+cargo build -p burrow
 burrow=target/debug/burrow
 echo "==> building the actors"
 # Components that `scripts/test.sh` compiled already (its compile cache is

@@ -35,8 +35,9 @@
 //!   `fuzzing` feature, for the fuzz targets).
 //!
 //! The benchmark workloads of `burrow bench` are not part of the library:
-//! they live in the `burrow` binary (`src/bin/burrow/bench`), which reaches
-//! Burrow through this public API alone.
+//! they are the crate `burrow-bench` (`bench/` at the root of the
+//! repository), which reaches Burrow through this public API alone, and the
+//! `burrow` binary (`cli/`) links both.
 //!
 //! # Example
 //!

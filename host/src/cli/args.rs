@@ -482,8 +482,8 @@ pub enum Command {
     Bench(BenchArgs),
 }
 
-/// Options of `burrow bench` (its workloads are in the `burrow` binary,
-/// not in the library: see [`super::run`]).
+/// Options of `burrow bench` (its workloads are in the crate
+/// `burrow-bench`, not in the library: see [`super::run`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
     /// Calls in W1.

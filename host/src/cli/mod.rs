@@ -60,9 +60,9 @@ pub fn install_logging(format: LogFormat) {
 }
 
 /// Runs the command line and returns the process's exit code. `bench`
-/// runs `burrow bench` (its workloads live in the `burrow` binary, not in
-/// the library): it gets the manifest's path and the command's options
-/// and returns the figures.
+/// runs `burrow bench` (its workloads live in the crate `burrow-bench`,
+/// not in the library): it gets the manifest's path and the command's
+/// options and returns the figures.
 pub async fn run<B>(cli: Cli, bench: B) -> ExitCode
 where
     B: AsyncFnOnce(&Path, BenchArgs) -> anyhow::Result<Value>,
