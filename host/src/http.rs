@@ -443,8 +443,8 @@ fn chain(headers: &HeaderMap) -> Result<Vec<Address>, ApiError> {
     pairs
         .into_iter()
         .map(|(actor, key)| {
-            crate::storage::validate_actor_name(&actor).map_err(|e| bad(e.to_string()))?;
-            crate::storage::validate_key(&key).map_err(|e| bad(e.to_string()))?;
+            crate::address::validate_actor_name(&actor).map_err(|e| bad(e.to_string()))?;
+            crate::address::validate_key(&key).map_err(|e| bad(e.to_string()))?;
             Ok(Address {
                 actor: actor.into(),
                 key: key.into(),

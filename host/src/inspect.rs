@@ -15,13 +15,13 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode};
 use serde::Serialize;
 
+use crate::address::{validate_actor_name, validate_key};
 use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::storage::{
     DeadLetter, HeapRefused, HistoryEntry, HostTables, QueuePolicy, QueuedEvent, Sandbox,
-    WorkflowRecord, bounded_heap, is_internal, read_state, uncounted_heap, validate_actor_name,
-    validate_key,
+    WorkflowRecord, bounded_heap, is_internal, read_state, uncounted_heap,
 };
 use crate::watchdog::Watch;
 

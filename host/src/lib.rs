@@ -12,11 +12,13 @@
 //! Layers, bottom up; a module uses only what stands below it (checked by
 //! a unit test, `layers.rs`; ARCHITECTURE.md draws the picture):
 //!
-//! - leaves: `address`, `caller` ([`Caller`]), [`config`], `error`, `deadline`, `watchdog`,
-//!   `blocking`, `bindings`, `engine`, `cache`, `metrics`, `text` (outside text escaped for
-//!   logs);
-//! - data: `storage/*` (the instance store, the index of marks, instance
-//!   databases, their tables and SQL sandbox), `inspect` (read-only
+//! - leaves: `caller` ([`Caller`]), `bindings`, `engine`, `cache`,
+//!   `metrics`, and those of the crate `burrow-base`: `address`,
+//!   [`config`], `error`, `deadline`, `watchdog`, `blocking`, `clock`,
+//!   [`outbound`], `text` (outside text escaped for logs);
+//! - data: `storage`, the crate `burrow-storage` (the instance store, the
+//!   index of marks, instance databases, their tables and SQL sandbox),
+//!   which stands on `burrow-base` alone, `inspect` (read-only
 //!   views), `connections` (client connections and their events),
 //!   `presence` (leases of background work), [`manifest`];
 //! - the instance: `instance/*`, the store's data, modes, guest output and
@@ -54,24 +56,24 @@
 //! ```
 #![deny(missing_docs)]
 
-mod address;
+// The layers below this crate, under the names the modules here use: the
+// leaves of crate `burrow-base` and the data layer, crate `burrow-storage`.
+use burrow_base::{address, blocking, clock, deadline, error, text, watchdog};
+pub use burrow_base::{config, outbound};
+use burrow_storage as storage;
+
 mod background;
 mod bindings;
-mod blocking;
 mod cache;
 mod caller;
 mod capability;
 mod cell;
 pub mod cli;
 pub mod client;
-mod clock;
-pub mod config;
 mod connections;
-mod deadline;
 mod definition;
 mod directory;
 mod engine;
-mod error;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
@@ -83,16 +85,13 @@ mod instance;
 mod layers;
 pub mod manifest;
 mod metrics;
-pub mod outbound;
 mod presence;
 pub mod queue;
 mod runtime;
-mod storage;
-mod text;
 pub mod tokens;
-mod watchdog;
 pub mod workflow;
 
+pub use address::{validate_actor_name, validate_key};
 pub use caller::{Caller, Identity, Role};
 pub use config::{ActorOptions, HostConfig, Synchronous};
 pub use definition::LoadError;
@@ -102,4 +101,4 @@ pub use host::{LogSyncs, SendOptions, SendOutcome};
 pub use inspect::{Inspection, QueueView, TableDump, inspect as inspect_instance};
 pub use queue::EventOutcome;
 pub use runtime::{Deployed, Readiness, WorkflowCheck};
-pub use storage::{instance_path, validate_actor_name, validate_key};
+pub use storage::instance_path;

@@ -50,8 +50,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
+use crate::address::validate_actor_name;
 use crate::config::{ActorOptions, Synchronous, parse_duration, parse_size};
-use crate::storage::validate_actor_name;
 
 /// A parsed manifest.
 #[derive(Debug, Clone)]

@@ -93,7 +93,7 @@ impl InstanceState {
 /// its first progress tick (`InstanceDb::open`); before that tick it has
 /// run at most a few thousand VM steps, and no single function call is
 /// long (the costly built-ins are linear or watch the deadline, see
-/// `storage/functions/`), so a short statement, the common case, pays
+/// `storage/src/functions/`), so a short statement, the common case, pays
 /// for no hand-off.
 fn bounded<T>(
     db: &InstanceDb,

@@ -10,6 +10,8 @@ pub(crate) mod http;
 pub(crate) mod log;
 pub(crate) mod queue;
 pub(crate) mod schedule;
+#[cfg(test)]
+mod schema_guard_tests;
 pub(crate) mod state;
 pub(crate) mod workflow;
 

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use super::args::{Lang, Template};
 use super::output::{Failure, exit_code};
-use crate::storage::validate_actor_name;
+use crate::address::validate_actor_name;
 
 /// The version of the SDKs a project depends on by default: this host's.
 const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -12,10 +12,10 @@ use burrow_client::route;
 use reqwest::Method;
 
 use super::{Forwarded, Hop, Host};
+use crate::address::validate_actor_name;
 use crate::caller::Caller;
 use crate::error::{Divergence, Error};
 use crate::runtime::{Deployed, WorkflowCheck};
-use crate::storage::validate_actor_name;
 
 impl Host {
     /// Replaces the component of `actor` with the component `bytes` (in

@@ -3,7 +3,7 @@
 //! to the others, so that it can be stopped with nothing left; and every
 //! host hands the idle instances it holds beyond its fair share to the
 //! hosts that hold the fewest, so that a host that joins gets its share. See
-//! `storage/cluster/handover.rs` for what the cluster does.
+//! `storage/src/cluster/handover.rs` for what the cluster does.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};

@@ -25,6 +25,7 @@ use anyhow::Result;
 use tracing::Instrument;
 
 use crate::address::Address;
+use crate::address::validate_actor_name;
 use crate::background::Background;
 use crate::cache::CompileCache;
 use crate::caller::Caller;
@@ -38,7 +39,6 @@ use crate::error::Error;
 use crate::inspect::{self, Inspection};
 use crate::manifest::ActorSpec;
 use crate::runtime::{Compile, ConflictRetry, Core, Readiness, load_actors};
-use crate::storage::validate_actor_name;
 use guest_link::GuestLink;
 pub use log_syncs::LogSyncs;
 pub use queue::{SendOptions, SendOutcome};
@@ -145,7 +145,7 @@ impl Host {
 
     /// Records in the data directory that this host serves its API at
     /// `url`, for commands that read the directory while it runs (they
-    /// ask it instead, see `storage/host_lock.rs`).
+    /// ask it instead, see `storage/src/host_lock.rs`).
     pub fn announce(&self, url: &str) -> anyhow::Result<()> {
         self.core.store.announce(url)
     }

@@ -5,7 +5,7 @@
 //! The stage decides when a transaction is durable and what it releases
 //! once it is: the SQLite commit, with the marks its effects need, goes
 //! through the database's backend, which the store chose when it opened
-//! the database (`storage/backend.rs`: on a host alone the index's marks
+//! the database (`storage/src/backend.rs`: on a host alone the index's marks
 //! are lowered first, so that a crash after the commit finds the work to
 //! resume; in a cluster the commit's pages and marks are shipped to
 //! PostgreSQL before anything of it is released, and a commit that is not
@@ -23,7 +23,7 @@
 //! disk off the async workers, so that those instances' commits wait for
 //! it at the same time, and a batch of calls may take the sync over
 //! ([`CommitStage::commit_syncing_later`]). The log's checkpoint starts
-//! after the commit, beside the instance's work (`storage/wal.rs`).
+//! after the commit, beside the instance's work (`storage/src/wal.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -262,7 +262,7 @@ impl CommitStage {
         db.commit_releasing(release, local_commit)?;
         self.commits.fetch_add(1, Ordering::Relaxed);
         // Beside the instance's work only while other instances work too
-        // (see `storage/wal.rs`).
+        // (see `storage/src/wal.rs`).
         let beside = self.others_run();
         db.wal.checkpoint_if_due(&db.conn, beside);
         let committed = Committed { appended };

@@ -18,7 +18,7 @@
 //! load gives it its first running component.
 //!
 //! In a cluster, a deploy through any host is recorded in PostgreSQL
-//! (`storage/cluster/deploys.rs`) with the actor's next version in the
+//! (`storage/src/cluster/deploys.rs`) with the actor's next version in the
 //! cluster, before this host swaps; every other member takes it up at its
 //! next look ([`follow_deploys`], every [`DEPLOY_LOOK`]) the same way, and
 //! the deploy returns once every live member has (or [`TAKE_UP_WAIT`]

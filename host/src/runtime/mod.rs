@@ -25,6 +25,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 use crate::address::{Address, ByActor};
+use crate::address::{validate_actor_name, validate_key};
 use crate::cache::CompileCache;
 use crate::capability;
 use crate::capability::http::Outbound;
@@ -41,7 +42,7 @@ use crate::instance::outside::OtherActors;
 use crate::manifest::ActorSpec;
 use crate::metrics::Metrics;
 use crate::presence::Presence;
-use crate::storage::{Cluster, DataDir, InstanceStore, validate_actor_name, validate_key};
+use crate::storage::{Cluster, DataDir, InstanceStore};
 
 pub use deploy::{Deployed, WorkflowCheck};
 pub(crate) use loading::Compile;
