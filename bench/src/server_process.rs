@@ -3,9 +3,10 @@
 //! load comes from another process, as it does in production (and both
 //! share the machine's cores, as they would with `wrk`).
 //!
-//! The child runs this same binary on a manifest of its own, written in
-//! its data directory, that holds only the `counter` actor (so the server
-//! compiles nothing else), with `--synchronous` set to the mode measured.
+//! The child runs the executable the bench runs in (the `burrow` binary,
+//! which links this crate) on a manifest of its own, written in its data
+//! directory, that holds only the `counter` actor (so the server compiles
+//! nothing else), with `--synchronous` set to the mode measured.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
