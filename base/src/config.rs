@@ -44,6 +44,9 @@ pub const MAX_LOG_LINES_PER_SECOND: u32 = 100;
 pub const MAX_WASM_STACK: usize = 1 << 20;
 /// Largest component file the host loads.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+/// Largest export file an import takes over the HTTP API: an instance of
+/// the default database size limit, and its file's description.
+pub const MAX_IMPORT_BYTES: u64 = DEFAULT_DB_SIZE_LIMIT + (1 << 20);
 /// Default number of instances awake at once; past it the least recently
 /// used idle instance is put to sleep.
 pub const DEFAULT_MAX_AWAKE: usize = 1000;

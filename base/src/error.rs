@@ -269,6 +269,17 @@ pub enum Error {
         /// What is wrong with the component.
         reason: String,
     },
+    /// A file given to import an instance from is not one that `export`
+    /// wrote, was changed since, or holds what the host refuses.
+    #[error("cannot import `{actor}/{key}`: the file {reason}")]
+    InvalidExport {
+        /// The actor.
+        actor: String,
+        /// The key the instance was to have.
+        key: String,
+        /// What is wrong with the file.
+        reason: String,
+    },
     /// A deploy checked first (`--check`) would make running workflows
     /// diverge; nothing changed.
     #[error(
@@ -405,6 +416,7 @@ impl Error {
             Error::NotReplicated { .. } => "not-replicated",
             Error::ClusterUnavailable(_) => "cluster-unavailable",
             Error::InvalidComponent { .. } => "invalid-component",
+            Error::InvalidExport { .. } => "invalid-export",
             Error::WouldDiverge { .. } => "would-diverge",
             Error::NoPrevious(_) => "no-previous-component",
             Error::NotSupported(_) => "not-supported",
@@ -427,7 +439,8 @@ impl Error {
             | Error::NoQueue(_)
             | Error::NoWorkflow(_)
             | Error::InvalidEvent { .. }
-            | Error::InvalidComponent { .. } => 400,
+            | Error::InvalidComponent { .. }
+            | Error::InvalidExport { .. } => 400,
             Error::PayloadTooLarge { .. } | Error::LimitExceeded { .. } => 413,
             Error::QueueFull { .. } => 429,
             Error::Conflict { .. } => 503,

@@ -322,6 +322,15 @@ impl Client {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<(u16, String), ClientError> {
+        let (status, bytes) = self.request_bytes(request).await?;
+        Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// [`Client::request`], the answer's body as bytes.
+    async fn request_bytes(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
         let request = match &self.token {
             Some(token) => request.bearer_auth(token),
             None => request,
@@ -331,15 +340,18 @@ impl Client {
             .await
             .map_err(|e| ClientError::unreachable(&self.base, &e))?;
         let status = response.status().as_u16();
-        let text = response.text().await.map_err(|e| ClientError {
+        let bytes = response.bytes().await.map_err(|e| ClientError {
             status: Some(status),
             code: "unreachable".into(),
             message: format!("the answer of {} broke off: {e}", self.base),
         })?;
         if (200..300).contains(&status) {
-            return Ok((status, text));
+            return Ok((status, bytes.to_vec()));
         }
-        Err(ClientError::from_answer(status, &text))
+        Err(ClientError::from_answer(
+            status,
+            &String::from_utf8_lossy(&bytes),
+        ))
     }
 
     /// Posts `args` (a JSON array as text) to `action`; the status and the
@@ -394,6 +406,34 @@ impl Client {
     async fn get_value(&self, url: String) -> Result<Value, ClientError> {
         let (_, text) = self.request(self.http.get(url)).await?;
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The instance's export file: its database as committed now (see
+    /// `burrow export`).
+    pub async fn export(&self, actor: &str, key: &str) -> Result<Vec<u8>, ClientError> {
+        let url = self.url(route::EXPORT, &[actor, key]);
+        Ok(self.request_bytes(self.http.get(url)).await?.1)
+    }
+
+    /// Creates the instance from an export `file`; with `replace`, an
+    /// existing one is destroyed first (see `burrow import`).
+    pub async fn import(
+        &self,
+        actor: &str,
+        key: &str,
+        file: Vec<u8>,
+        replace: bool,
+    ) -> Result<(), ClientError> {
+        let url = format!(
+            "{}?replace={replace}",
+            self.url(route::EXPORT, &[actor, key])
+        );
+        let request = self
+            .http
+            .put(url)
+            .header("content-type", "application/octet-stream")
+            .body(file);
+        self.request(request).await.map(drop)
     }
 
     /// The instance's state.

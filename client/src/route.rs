@@ -34,6 +34,8 @@ pub const PREVIOUS_COMPONENT: &str = "/actors/{actor}/component/previous";
 pub const INSTANCE: &str = "/actors/{actor}/{key}";
 /// `GET`: an instance's state value.
 pub const STATE: &str = "/actors/{actor}/{key}/state";
+/// `GET`: the instance's export file; `PUT`: a new instance from one.
+pub const EXPORT: &str = "/actors/{actor}/{key}/export";
 /// `GET`: an instance's tables.
 pub const TABLES: &str = "/actors/{actor}/{key}/tables";
 /// `GET`: a page of one of an instance's tables.

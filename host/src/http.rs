@@ -7,6 +7,8 @@
 //! | `GET /actors/{actor}/{key}/state` | | 200 and the state (JSON) |
 //! | `GET /actors/{actor}/{key}` | | 200 and the inspection (state and tables) |
 //! | `DELETE /actors/{actor}/{key}` | | 204 |
+//! | `GET /actors/{actor}/{key}/export` | | 200 and the instance's export file (`application/octet-stream`) |
+//! | `PUT /actors/{actor}/{key}/export?replace=` | an export file | 201 (a new instance made from it) |
 //! | `GET /actors` | | 200 and `{"actors": [{"name"}]}` |
 //! | `GET /actors/{actor}?prefix=&after=&limit=` | | 200 and `{"keys": [...]}` (a page: `"next"` when more follow) |
 //! | `GET /actors/{actor}/{key}/tables` | | 200 and `{"tables": [{"name", "columns", "total_rows"}]}` |
@@ -63,7 +65,7 @@ use crate::caller::Caller;
 use crate::client::{ErrorBody, ErrorDetail, GuestFailure, SendBody, route};
 use crate::config::{
     DEFAULT_SEND_WAIT, HttpLimits, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES,
-    MAX_SEND_WAIT,
+    MAX_IMPORT_BYTES, MAX_SEND_WAIT,
 };
 use crate::error::Error;
 use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
@@ -230,6 +232,12 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
         .route(route::PREVIOUS_COMPONENT, post(deploy_previous))
         .route(route::INSTANCE, get(inspect).put(create).delete(destroy))
         .route(route::STATE, get(state))
+        .route(
+            route::EXPORT,
+            get(export)
+                .put(import)
+                .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES as usize)),
+        )
         .route(route::ACTION, post(call))
         .route(route::QUEUE, get(queue).post(send))
         .route(route::WORKFLOW, get(workflow))
@@ -682,6 +690,66 @@ async fn destroy(
         move || async move {
             host.destroy(actor, key).await?;
             Ok(StatusCode::NO_CONTENT.into_response())
+        }
+    })
+    .await
+}
+
+async fn export(
+    State(host): State<Host>,
+    incoming: Incoming,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let file = host.export(actor, key).await?;
+            Ok((
+                [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
+                file,
+            )
+                .into_response())
+        }
+    })
+    .await
+}
+
+/// The query of `PUT /actors/{actor}/{key}/export`: whether an existing
+/// instance is destroyed first.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportQuery {
+    #[serde(default)]
+    replace: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn import(
+    State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<ImportQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    let Query(ImportQuery { replace }) = query.map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid-arguments",
+            format!("the query is not acceptable (only `replace=true|false`): {e}"),
+        )
+    })?;
+    let body = body?;
+    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key, body) = (&host, &actor, &key, &body);
+        move || async move {
+            host.import(actor, key, body, replace).await?;
+            Ok(StatusCode::CREATED.into_response())
         }
     })
     .await

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "data",
         &[
             "storage",
+            "export",
             "manifest",
             "inspect",
             "connections",

@@ -74,6 +74,7 @@ mod connections;
 mod definition;
 mod directory;
 mod engine;
+pub mod export;
 #[doc(hidden)]
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -55,7 +55,7 @@ impl Savepoint {
 const PROGRESS_STEPS: i32 = 10_000;
 
 /// The internal tables every instance database has.
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS main._burrow_instance (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     actor TEXT NOT NULL,

@@ -53,6 +53,7 @@ mod replica;
 mod sandbox;
 mod schedule;
 mod store;
+mod transfer;
 mod wal;
 mod workflow;
 
@@ -76,6 +77,7 @@ pub use queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
 pub use sandbox::{Sandbox, SchemaGuard, is_internal, refuse_statement};
 pub use schedule::AddScheduleError;
 pub use store::{ClaimError, InstanceStore};
+pub use transfer::{open_image, snapshot};
 pub use workflow::MAX_STEP_REQUESTS;
 pub use workflow::{
     EntryKind, EntryStatus, HistoryEntry, StepRequestRow, WorkflowRecord, WorkflowStatus,

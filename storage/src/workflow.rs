@@ -70,6 +70,24 @@ pub const MAX_STEP_REQUESTS: usize = 32;
 /// rows move to the step's entry when the step retries.
 const OLD_REQUESTS_TABLE: &str = "_burrow_workflow_requests";
 
+/// That table, as those instances have it (an imported copy of one gets
+/// it from here, `transfer.rs`).
+pub(crate) const OLD_REQUESTS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS main._burrow_workflow_requests (
+    seq INTEGER PRIMARY KEY,
+    location TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    authority TEXT NOT NULL,
+    status INTEGER,
+    outcome TEXT NOT NULL,
+    duration_ms INTEGER,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS main._burrow_workflow_requests_location
+    ON _burrow_workflow_requests (location, seq);
+";
+
 /// One outgoing request of a step's attempt, as the workflow view shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepRequestRow {
@@ -766,19 +784,6 @@ mod tests {
             wake_at INTEGER,
             updated_at INTEGER NOT NULL
         );
-        CREATE TABLE main._burrow_workflow_requests (
-            seq INTEGER PRIMARY KEY,
-            location TEXT NOT NULL,
-            attempt INTEGER NOT NULL,
-            method TEXT NOT NULL,
-            authority TEXT NOT NULL,
-            status INTEGER,
-            outcome TEXT NOT NULL,
-            duration_ms INTEGER,
-            at INTEGER NOT NULL
-        );
-        CREATE INDEX main._burrow_workflow_requests_location
-            ON _burrow_workflow_requests (location, seq);
     ";
 
     /// A database with the old schema, and a connection to it.
@@ -787,6 +792,7 @@ mod tests {
         let path = dir.path().join("old.sqlite");
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(OLD_SCHEMA).unwrap();
+        conn.execute_batch(OLD_REQUESTS_SCHEMA).unwrap();
         (dir, path, conn)
     }
 

@@ -1267,3 +1267,50 @@ fn calls_over_https_trust_the_ca_given_by_flag_or_environment() {
     let out = burrow(&manifest, &["serve", "--tls-cert", "tls/cert.pem"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn export_to_a_file_or_stdout_and_import_from_a_file_or_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+    let local = ["--local"];
+    let run = |args: &[&str]| {
+        let output = burrow(&manifest, &[args, &local].concat());
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        output
+    };
+    run(&["call", "counter", "a", "increment", "[4]"]);
+    let file = dir.path().join("a.burrow");
+    let file_arg = file.to_str().unwrap();
+    run(&["export", "counter", "a", "--output", file_arg]);
+    let to_stdout = run(&["export", "counter", "a"]).stdout;
+    assert!(to_stdout.starts_with(b"burrow-export 1\n"));
+    run(&["import", "counter", "b", file_arg]);
+    assert_eq!(stdout(&run(&["call", "counter", "b", "get", "[]"])), "4");
+    // From standard input, over an existing instance.
+    let mut child = crate::support::burrow_command()
+        .arg("--manifest")
+        .arg(&manifest)
+        .args(["import", "counter", "a", "-", "--replace", "--local"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    run(&["call", "counter", "a", "increment", "[10]"]);
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &to_stdout).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&run(&["call", "counter", "a", "get", "[]"])), "4");
+    // A changed file: a clear error, and an exit code that says so.
+    let mut changed = std::fs::read(&file).unwrap();
+    let middle = changed.len() / 2;
+    changed[middle] ^= 1;
+    std::fs::write(&file, changed).unwrap();
+    let output = burrow(&manifest, &["import", "counter", "c", file_arg, "--local"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("fails its checksum"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -1967,3 +1967,42 @@ async fn a_pause_of_twice_the_lease_leaves_every_instance_writable() {
 async fn a_host_starved_of_cpu_for_ten_seconds_keeps_or_loses_its_instances_cleanly() {
     every_counter_is_writable_after(Stall::Starve(Duration::from_secs(10))).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instance_moves_between_a_host_alone_and_a_cluster_as_a_file() {
+    let cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    let dir = tempfile::tempdir().unwrap();
+    let host = crate::support::start(dir.path(), &[crate::support::counter()]).await;
+    let alone = crate::support::Server::start(host).await;
+    let alone_client = alone.client();
+    call(&alone_client, "counter", "m", "increment", json!([9])).await;
+
+    // Into the cluster through one host, read through the other.
+    let file = alone_client.export("counter", "m").await.unwrap();
+    a.import("counter", "m", file, false).await.unwrap();
+    assert_eq!(call(&b, "counter", "m", "get", json!([])).await, json!(9));
+    call(&b, "counter", "m", "increment", json!([1])).await;
+    // Out again, through either host, whichever serves it.
+    for client in [&a, &b] {
+        let file = client.export("counter", "m").await.unwrap();
+        alone_client
+            .import("counter", "m", file, true)
+            .await
+            .unwrap();
+        assert_eq!(
+            call(&alone_client, "counter", "m", "get", json!([])).await,
+            json!(10)
+        );
+    }
+    // The import was shipped like any commit: PostgreSQL has it when its
+    // owner is gone.
+    let owner = leases(&a).await;
+    let killed = usize::from(owner.get("host-1").copied().unwrap_or(0) > 0);
+    let mut cluster = cluster;
+    cluster.kill_9(killed);
+    let survivor = cluster.client(1 - killed);
+    let (got, _) = increment_until_served(&survivor, "m").await;
+    assert_eq!(got, json!(11));
+    alone.stop().await;
+}

@@ -26,6 +26,7 @@ mod destroy;
 mod docs;
 mod errors;
 mod examples;
+mod export;
 mod front;
 mod hostile;
 mod http;

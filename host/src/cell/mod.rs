@@ -15,6 +15,7 @@
 mod awake;
 mod batch;
 mod calls;
+mod import;
 mod incoming;
 mod queue;
 mod savepoints;
@@ -67,6 +68,9 @@ pub(crate) enum Origin<'a> {
     MustExist,
     /// Create a new instance with this JSON input; an existing one is an error.
     MustBeNew(&'a str),
+    /// Create a new instance from this exported copy of a database (see
+    /// `import.rs`); an existing one is an error.
+    Import(&'a [u8]),
 }
 
 /// Where an instance lives: its address and the store of its database
@@ -145,7 +149,7 @@ impl Cell {
             (Origin::MustExist, None) => {
                 return Err(Error::no_such_instance(&name.actor, &name.key));
             }
-            (Origin::MustBeNew(_), Some(_)) => {
+            (Origin::MustBeNew(_) | Origin::Import(_), Some(_)) => {
                 return Err(Error::already_exists(&name.actor, &name.key));
             }
             _ => {}
@@ -223,6 +227,22 @@ impl Cell {
                     cell.hook("wake").await?;
                     cell.snapshot_policy().await?;
                     cell.start_workflow(input, now).await?;
+                    cell.db()
+                        .record_creation(&name.actor, &name.key, now)
+                        .map_err(storage)
+                };
+                hooks.await
+            }
+            (Origin::Import(image), None) => {
+                let now = now_ms();
+                cell.starting = Some(Start::Created(now));
+                let hooks = async {
+                    cell.db().create_schema().map_err(storage)?;
+                    cell.import(image, now)?;
+                    cell.hook("migrate").await?;
+                    cell.hook("wake").await?;
+                    cell.snapshot_policy().await?;
+                    cell.note_workflow().map_err(storage)?;
                     cell.db()
                         .record_creation(&name.actor, &name.key, now)
                         .map_err(storage)

@@ -387,6 +387,39 @@ pub enum Command {
         #[arg(long, default_value = "http://127.0.0.1:7878", env = "BURROW_URL")]
         url: String,
     },
+    /// Write an instance's database as committed now, with its actor's
+    /// component, to one file: `burrow export counter my-key -o my-key.burrow`
+    Export {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// The file to write (default: standard output, unless it is a
+        /// terminal).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Create an instance from a file `burrow export` wrote (of the same
+    /// actor, under any key, from any host): `burrow import counter
+    /// copy-of-my-key my-key.burrow`
+    Import {
+        /// Actor name.
+        actor: String,
+        /// The new instance's key.
+        key: String,
+        /// The export file (`-`: standard input).
+        file: PathBuf,
+        /// Destroy an existing instance of that key first (its destroy
+        /// hook runs), once the file is found whole.
+        #[arg(long)]
+        replace: bool,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
     /// Delete an instance and all its data.
     Destroy {
         /// Actor name.

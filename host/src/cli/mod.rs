@@ -201,6 +201,52 @@ where
             };
             Ok(Some(deployed))
         }
+        Command::Export {
+            actor,
+            key,
+            output,
+            target,
+        } => {
+            if output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(anyhow::anyhow!(
+                    "an export file is not text: give --output FILE, or send standard output to a file"
+                )
+                .into());
+            }
+            let file = target
+                .run(manifest, remote, async |on| on.export(&actor, &key).await)
+                .await?;
+            let bytes = file.len();
+            match &output {
+                Some(path) => std::fs::write(path, &file).map_err(|e| {
+                    anyhow::anyhow!("cannot write the export to {}: {e}", path.display())
+                })?,
+                None => std::io::Write::write_all(&mut std::io::stdout().lock(), &file)
+                    .map_err(|e| anyhow::anyhow!("cannot write the export: {e}"))?,
+            }
+            Ok(output.map(|path| json!({ "exported": path, "bytes": bytes })))
+        }
+        Command::Import {
+            actor,
+            key,
+            file,
+            replace,
+            target,
+        } => {
+            let bytes = if file.as_os_str() == "-" {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
+            } else {
+                std::fs::read(&file)
+            }
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            target
+                .run(manifest, remote, async |on| {
+                    on.import(&actor, &key, bytes, replace).await
+                })
+                .await?;
+            Ok(Some(json!({ "imported": true })))
+        }
         Command::Destroy { actor, key, target } => {
             target
                 .run(manifest, remote, async |on| on.destroy(&actor, &key).await)

@@ -31,6 +31,7 @@ pub fn exit_code(code: &str) -> u8 {
         | "no-queue"
         | "no-workflow"
         | "invalid-component"
+        | "invalid-export"
         | "no-previous-component" => 4,
         "action-failed" | "dead-lettered" | "connection-refused" => 5,
         "trapped" => 6,

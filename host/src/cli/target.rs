@@ -86,6 +86,34 @@ impl Backend {
         Ok(())
     }
 
+    /// The instance's export file.
+    pub(super) async fn export(&self, actor: &str, key: &str) -> Result<Vec<u8>, Failure> {
+        Ok(match self {
+            Backend::Embedded(host) => ready(host, actor).await?.export(actor, key).await?,
+            Backend::Server(client) => client.export(actor, key).await?,
+        })
+    }
+
+    /// Creates the instance from an export file.
+    pub(super) async fn import(
+        &self,
+        actor: &str,
+        key: &str,
+        file: Vec<u8>,
+        replace: bool,
+    ) -> Result<(), Failure> {
+        match self {
+            Backend::Embedded(host) => {
+                ready(host, actor)
+                    .await?
+                    .import(actor, key, &file, replace)
+                    .await?
+            }
+            Backend::Server(client) => client.import(actor, key, file, replace).await?,
+        }
+        Ok(())
+    }
+
     /// Destroys the instance.
     pub(super) async fn destroy(&self, actor: &str, key: &str) -> Result<(), Failure> {
         match self {

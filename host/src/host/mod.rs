@@ -8,6 +8,7 @@
 mod connect;
 mod deploy;
 mod destroy;
+mod export;
 mod guest_link;
 mod handover;
 mod incoming;
