@@ -280,7 +280,6 @@ impl InstanceDb {
 
 /// Whether the host's schema of some table makes the index `name`.
 fn host_schema_has(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
     [
         super::queue::EVENTS_SCHEMA,
         super::workflow::OLD_REQUESTS_SCHEMA,
@@ -289,8 +288,8 @@ fn host_schema_has(name: &str) -> bool {
     .iter()
     .any(|schema| {
         schema
-            .to_ascii_lowercase()
-            .contains(&format!("main.{name} "))
+            .split_whitespace()
+            .any(|word| word.eq_ignore_ascii_case(&format!("main.{name}")))
     })
 }
 
@@ -442,6 +441,33 @@ mod tests {
             ["Integer(5)"]
         );
         assert_eq!(rows(&copy, "PRAGMA integrity_check"), ["Text(\"ok\")"]);
+    }
+
+    /// A workflow of before the history's `requests` column keeps its
+    /// steps' requests in a table of their own, which comes along.
+    #[test]
+    fn the_requests_table_of_an_earlier_version_comes_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = source(dir.path());
+        source
+            .conn
+            .execute_batch(super::super::workflow::OLD_REQUESTS_SCHEMA)
+            .unwrap();
+        source
+            .conn
+            .execute(
+                "INSERT INTO main._burrow_workflow_requests
+                     (location, attempt, method, authority, outcome, at)
+                     VALUES ('0', 1, 'POST', 'http://a', 'answered', 9)",
+                [],
+            )
+            .unwrap();
+        let (copy, result) = import_into(dir.path(), &image(dir.path()));
+        result.unwrap();
+        assert_eq!(
+            rows(&copy, "SELECT method FROM _burrow_workflow_requests"),
+            ["Text(\"POST\")"]
+        );
     }
 
     #[test]
