@@ -15,8 +15,10 @@
 //! - the actor's tables, indexes, views and triggers are made from the
 //!   image's text under the rules of guest SQL (the sandbox and its schema
 //!   guard), as if the guest had made them;
-//! - rows are copied by column name, tables first, then indexes, views and
-//!   triggers, so that no trigger fires on the copy.
+//! - every table is made first, then the rows of each are copied by column
+//!   name (foreign keys checked at the commit, so that a table's rows may
+//!   come before those they refer to), then indexes, views and triggers,
+//!   so that no trigger fires on the copy.
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, MAIN_DB, OpenFlags, params_from_iter};
@@ -120,6 +122,12 @@ impl InstanceDb {
             })
             .map_err(sqlite)?;
         let shadows = shadow_tables(source).map_err(sqlite)?;
+        // Rows go table by table, not in the order they were written: the
+        // foreign keys among them are checked at the commit.
+        self.conn
+            .pragma_update(None, "defer_foreign_keys", true)
+            .map_err(sqlite)?;
+        let mut tables = Vec::new();
         for object in objects.iter().filter(|o| o.kind == "table") {
             let name = &object.name;
             if name.to_ascii_lowercase().starts_with("sqlite_") || shadows.contains(name) {
@@ -138,6 +146,10 @@ impl InstanceDb {
             } else {
                 self.create_as_guest(object)?;
             }
+            tables.push(name);
+        }
+        // Every table first: a foreign key may name one made after its own.
+        for name in tables {
             self.copy_rows(source, name)
                 .map_err(|e| format!("the rows of `{name}`: {e}"))?;
         }
@@ -360,7 +372,10 @@ mod tests {
                 "INSERT INTO main._burrow_queue (type, payload, priority, grp, created_at)
                      VALUES ('tick', '1', 0, '', 5);
                  CREATE TABLE items (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT);
-                 CREATE TABLE log (what TEXT);
+                 CREATE TABLE log (what TEXT, item REFERENCES later (id));
+                 CREATE TABLE later (id INTEGER PRIMARY KEY);
+                 INSERT INTO later VALUES (1);
+                 INSERT INTO log VALUES ('kept', 1);
                  CREATE TABLE pairs (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
                  INSERT INTO items (name) VALUES ('x'), ('y');
                  DELETE FROM items WHERE name = 'y';
@@ -370,7 +385,7 @@ mod tests {
                  CREATE VIRTUAL TABLE docs USING fts5 (body);
                  INSERT INTO docs (rowid, body) VALUES (5, 'burrows are warm');
                  CREATE TRIGGER logged AFTER INSERT ON items BEGIN
-                     INSERT INTO log VALUES (new.name);
+                     INSERT INTO log (what) VALUES (new.name);
                  END;
                  PRAGMA user_version = 7;",
             )
@@ -425,11 +440,14 @@ mod tests {
         assert_eq!(rows(&copy, "SELECT name FROM names"), ["Text(\"x\")"]);
         assert_eq!(rows(&copy, "SELECT v FROM pairs"), ["Integer(1)"]);
         // The trigger did not fire on the copy, and fires afterwards.
-        assert!(rows(&copy, "SELECT what FROM log").is_empty());
+        assert_eq!(rows(&copy, "SELECT what FROM log"), ["Text(\"kept\")"]);
         copy.conn
             .execute("INSERT INTO items (name) VALUES ('z')", [])
             .unwrap();
-        assert_eq!(rows(&copy, "SELECT what FROM log"), ["Text(\"z\")"]);
+        assert_eq!(
+            rows(&copy, "SELECT what FROM log"),
+            ["Text(\"kept\")", "Text(\"z\")"]
+        );
         // The counter went on from the source's: 'y' had 2.
         assert_eq!(
             rows(&copy, "SELECT id FROM items WHERE name = 'z'"),
