@@ -60,6 +60,12 @@ pub fn open_image(bytes: &[u8]) -> Result<Connection, String> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(damaged)?;
+    // What SQLite advises for a database from outside: no function of its
+    // schema that is not innocuous, no writes past SQL's own.
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(damaged)?;
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(damaged)?;
     conn.deserialize_read_exact(MAIN_DB, bytes, bytes.len(), true)
         .map_err(damaged)?;
     let verdict: Vec<String> = conn
