@@ -88,16 +88,45 @@ struct Object {
     sql: Option<String>,
 }
 
+/// The host's tables, each with the schema that makes it (and its
+/// indexes): an image's host objects are made from here, never from its
+/// own text.
+const HOST_SCHEMAS: &[(&[&str], &str)] = &[
+    (
+        &["_burrow_instance", "_burrow_state"],
+        super::instance_db::SCHEMA,
+    ),
+    (
+        &["_burrow_queue", "_burrow_dead_letter"],
+        super::queue::EVENTS_SCHEMA,
+    ),
+    (&["_burrow_queue_policy"], super::queue::POLICY_SCHEMA),
+    (
+        &["_burrow_workflow", "_burrow_workflow_history"],
+        super::workflow::SCHEMA,
+    ),
+    (
+        &["_burrow_workflow_requests"],
+        super::workflow::OLD_REQUESTS_SCHEMA,
+    ),
+    (&["_burrow_schedule"], super::schedule::SCHEMA),
+];
+
 /// The host's own schema for its table `name`, if this version has one.
 fn host_schema(name: &str) -> Option<&'static str> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "_burrow_instance" | "_burrow_state" => super::instance_db::SCHEMA,
-        "_burrow_queue" | "_burrow_dead_letter" => super::queue::EVENTS_SCHEMA,
-        "_burrow_queue_policy" => super::queue::POLICY_SCHEMA,
-        "_burrow_workflow" | "_burrow_workflow_history" => super::workflow::SCHEMA,
-        "_burrow_workflow_requests" => super::workflow::OLD_REQUESTS_SCHEMA,
-        "_burrow_schedule" => super::schedule::SCHEMA,
-        _ => return None,
+    HOST_SCHEMAS
+        .iter()
+        .find(|(tables, _)| tables.iter().any(|t| t.eq_ignore_ascii_case(name)))
+        .map(|(_, schema)| *schema)
+}
+
+/// Whether the host's schema of some table makes the index `name`.
+fn host_schema_has(name: &str) -> bool {
+    let made = format!("main.{name}");
+    HOST_SCHEMAS.iter().any(|(_, schema)| {
+        schema
+            .split_whitespace()
+            .any(|word| word.eq_ignore_ascii_case(&made))
     })
 }
 
@@ -294,21 +323,6 @@ impl InstanceDb {
         }
         Ok(())
     }
-}
-
-/// Whether the host's schema of some table makes the index `name`.
-fn host_schema_has(name: &str) -> bool {
-    [
-        super::queue::EVENTS_SCHEMA,
-        super::workflow::OLD_REQUESTS_SCHEMA,
-        super::schedule::SCHEMA,
-    ]
-    .iter()
-    .any(|schema| {
-        schema
-            .split_whitespace()
-            .any(|word| word.eq_ignore_ascii_case(&format!("main.{name}")))
-    })
 }
 
 /// Whether `sql` begins as a `CREATE` of an object of `kind` (SQLite

@@ -28,15 +28,9 @@ impl Cell {
         let conn = &self.db().conn;
         let appended = conn.queue().pending_count().map_err(storage)? > 0;
         let scheduled = conn.schedules().earliest().map_err(storage)?;
-        let running = conn
-            .workflow()
-            .has_schema()
-            .and_then(|has| match has {
-                true => conn.workflow().record(),
-                false => Ok(None),
-            })
-            .map_err(storage)?
-            .is_some_and(|record| !record.status.is_final());
+        let running = conn.workflow().has_schema().map_err(storage)?
+            && (conn.workflow().record().map_err(storage)?)
+                .is_some_and(|record| !record.status.is_final());
         let state = self.store.data_mut();
         if appended {
             state.note_appended();

@@ -73,6 +73,14 @@ pub(crate) enum Origin<'a> {
     Import(&'a [u8]),
 }
 
+impl Origin<'_> {
+    /// Whether it makes a new instance only: an existing one, asleep or
+    /// awake, is [`Error::AlreadyExists`].
+    pub(crate) fn only_new(&self) -> bool {
+        matches!(self, Origin::MustBeNew(_) | Origin::Import(_))
+    }
+}
+
 /// Where an instance lives: its address and the store of its database
 /// and marks, and what its imports reach beyond it.
 pub(crate) struct Home<'a> {
@@ -149,7 +157,7 @@ impl Cell {
             (Origin::MustExist, None) => {
                 return Err(Error::no_such_instance(&name.actor, &name.key));
             }
-            (Origin::MustBeNew(_) | Origin::Import(_), Some(_)) => {
+            (origin, Some(_)) if origin.only_new() => {
                 return Err(Error::already_exists(&name.actor, &name.key));
             }
             _ => {}

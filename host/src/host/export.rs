@@ -78,8 +78,10 @@ impl Host {
                 export.actor
             )));
         }
-        crate::storage::open_image(&export.database).map_err(invalid)?;
         if replace {
+            // The instance is destroyed only for an image that opens (the
+            // import checks it again, as it does without `replace`).
+            crate::storage::open_image(&export.database).map_err(invalid)?;
             match self.destroy(actor, key).await {
                 Ok(()) | Err(Error::NoSuchInstance { .. }) => {}
                 Err(e) => return Err(e),

@@ -239,7 +239,7 @@ impl Core {
             if let SlotState::Asleep = *state {
                 let cell = self.start_cell(&def, address, origin).await?;
                 *state = SlotState::Awake(Box::new(cell));
-            } else if let Origin::MustBeNew(_) | Origin::Import(_) = origin {
+            } else if origin.only_new() {
                 return Err(Error::already_exists(actor, key));
             }
             let SlotState::Awake(cell) = &mut *state else {
