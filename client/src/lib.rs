@@ -57,8 +57,8 @@ pub use instance::Instance;
 pub use subscription::{Event, Subscription};
 pub use tls::{CA_CERT_ENV, POOL_IDLE_TIMEOUT, Trust, crypto_provider};
 pub use wire::{
-    ErrorBody, ErrorDetail, EventResult, GuestFailure, Hello, KeyList, Lagged, SendBody,
-    SendOptions, SendOutcome,
+    ErrorBody, ErrorDetail, EventResult, ForkBody, GuestFailure, Hello, KeyList, Lagged, Resumed,
+    SendBody, SendOptions, SendOutcome,
 };
 
 /// An error answer from the server, or a failure to reach it or to
@@ -434,6 +434,31 @@ impl Client {
             .header("content-type", "application/octet-stream")
             .body(file);
         self.request(request).await.map(drop)
+    }
+
+    /// Creates the instance `new_key` of `actor` from the database of
+    /// `key` as committed now, its background work paused until
+    /// [`Client::resume`] (see `burrow fork`).
+    pub async fn fork(&self, actor: &str, key: &str, new_key: &str) -> Result<(), ClientError> {
+        let body = ForkBody {
+            key: new_key.into(),
+        };
+        let body = serde_json::to_string(&body).expect("a fork's body is JSON");
+        let request = self
+            .http
+            .post(self.url(route::FORK, &[actor, key]))
+            .header("content-type", "application/json")
+            .body(body);
+        self.request(request).await.map(drop)
+    }
+
+    /// Ends the pause of the instance's background work; returns whether
+    /// it was paused (see `burrow resume`).
+    pub async fn resume(&self, actor: &str, key: &str) -> Result<bool, ClientError> {
+        let url = self.url(route::RESUME, &[actor, key]);
+        let (status, text) = self.request(self.http.post(url)).await?;
+        let resumed: Resumed = decode(Some(status), &text, "the resume's answer")?;
+        Ok(resumed.resumed)
     }
 
     /// The instance's state.

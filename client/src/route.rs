@@ -36,6 +36,11 @@ pub const INSTANCE: &str = "/actors/{actor}/{key}";
 pub const STATE: &str = "/actors/{actor}/{key}/state";
 /// `GET`: the instance's export file; `PUT`: a new instance from one.
 pub const EXPORT: &str = "/actors/{actor}/{key}/export";
+/// `POST` ([`crate::ForkBody`]): a new instance from the instance's
+/// database as committed now, its background work paused.
+pub const FORK: &str = "/actors/{actor}/{key}/fork";
+/// `POST`: ends the pause of the instance's background work.
+pub const RESUME: &str = "/actors/{actor}/{key}/resume";
 /// `GET`: an instance's tables.
 pub const TABLES: &str = "/actors/{actor}/{key}/tables";
 /// `GET`: a page of one of an instance's tables.

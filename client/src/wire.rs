@@ -1,7 +1,8 @@
 //! The wire types of the HTTP API, one definition for the server and its
 //! clients: what a send asks for ([`SendOptions`], the request body) and
 //! what it achieved ([`SendOutcome`]), an error answer ([`ErrorBody`]),
-//! the list of an actor's keys ([`KeyList`]), and the frames of a
+//! the list of an actor's keys ([`KeyList`]), a fork's request and a
+//! resume's answer ([`ForkBody`], [`Resumed`]), and the frames of a
 //! connection that are not events ([`Hello`], [`Lagged`]). The JSON they
 //! write is the HTTP API's; the host serializes the same types it answers
 //! with.
@@ -221,6 +222,23 @@ pub struct KeyList {
     /// one `after` it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+}
+
+/// The body of `POST /actors/{actor}/{key}/fork`: `{"key": new_key}`,
+/// the key of the instance the fork makes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkBody {
+    /// The new instance's key.
+    pub key: String,
+}
+
+/// The answer of `POST /actors/{actor}/{key}/resume`: whether the
+/// instance was paused (an instance that was not is left as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resumed {
+    /// Whether the instance was paused.
+    pub resumed: bool,
 }
 
 /// The first frame of a connection: `{"connected": id}`.

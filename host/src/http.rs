@@ -9,6 +9,8 @@
 //! | `DELETE /actors/{actor}/{key}` | | 204 |
 //! | `GET /actors/{actor}/{key}/export` | | 200 and the instance's export file (`application/octet-stream`) |
 //! | `PUT /actors/{actor}/{key}/export?replace=` | an export file | 201 (a new instance made from it) |
+//! | `POST /actors/{actor}/{key}/fork` | `{"key": new_key}` | 201 (a new instance from the instance as committed now, its background work paused) |
+//! | `POST /actors/{actor}/{key}/resume` | | 200 `{"resumed": bool}` (whether it was paused) |
 //! | `GET /actors` | | 200 and `{"actors": [{"name"}]}` |
 //! | `GET /actors/{actor}?prefix=&after=&limit=` | | 200 and `{"keys": [...]}` (a page: `"next"` when more follow) |
 //! | `GET /actors/{actor}/{key}/tables` | | 200 and `{"tables": [{"name", "columns", "total_rows"}]}` |
@@ -62,7 +64,7 @@ use serde_json::{Value, json};
 
 use crate::address::Address;
 use crate::caller::Caller;
-use crate::client::{ErrorBody, ErrorDetail, GuestFailure, SendBody, route};
+use crate::client::{ErrorBody, ErrorDetail, ForkBody, GuestFailure, Resumed, SendBody, route};
 use crate::config::{
     DEFAULT_SEND_WAIT, HttpLimits, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES,
     MAX_IMPORT_BYTES, MAX_SEND_WAIT,
@@ -238,6 +240,8 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
                 .put(import)
                 .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES as usize)),
         )
+        .route(route::FORK, post(fork))
+        .route(route::RESUME, post(resume))
         .route(route::ACTION, post(call))
         .route(route::QUEUE, get(queue).post(send))
         .route(route::WORKFLOW, get(workflow))
@@ -750,6 +754,51 @@ async fn import(
         move || async move {
             host.import(actor, key, body, replace).await?;
             Ok(StatusCode::CREATED.into_response())
+        }
+    })
+    .await
+}
+
+async fn fork(
+    State(host): State<Host>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    let body = body?;
+    let ForkBody { key: new_key } = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid-arguments",
+            format!("the fork's body is not `{{\"key\": NEW_KEY}}`: {e}"),
+        )
+    })?;
+    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key, new_key) = (&host, &actor, &key, &new_key);
+        move || async move {
+            host.fork(actor, key, new_key).await?;
+            Ok(StatusCode::CREATED.into_response())
+        }
+    })
+    .await
+}
+
+async fn resume(
+    State(host): State<Host>,
+    incoming: Incoming,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let resumed = host.resume(actor, key).await?;
+            Ok(axum::Json(Resumed { resumed }).into_response())
         }
     })
     .await

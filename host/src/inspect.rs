@@ -20,7 +20,7 @@ use crate::config::{MAX_INSPECT_BYTES, MAX_SQL_VALUE_BYTES, MAX_STATEMENT_MEMORY
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::storage::{
-    DeadLetter, HeapRefused, HistoryEntry, HostTables, QueuePolicy, QueuedEvent, Sandbox,
+    DeadLetter, HeapRefused, HistoryEntry, HostTables, Pause, QueuePolicy, QueuedEvent, Sandbox,
     WorkflowRecord, bounded_heap, is_internal, read_state, uncounted_heap,
 };
 use crate::watchdog::Watch;
@@ -40,6 +40,10 @@ pub struct Inspection {
     pub key: String,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_at: i64,
+    /// Since when and why its background work is paused (a fork, until
+    /// `burrow resume`); absent for an instance that is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Pause>,
     /// The state value: JSON if it is JSON, else `{"hex": ...}`; null if never set.
     pub state: serde_json::Value,
     /// The actor's own tables.
@@ -187,10 +191,12 @@ pub fn inspect(
     }
     let queue = read_queue(&conn).map_err(storage)?;
     let workflow = read_workflow(&conn).map_err(storage)?;
+    let paused = conn.pause().get().map_err(storage)?;
     Ok(Inspection {
         actor: actor.into(),
         key: key.into(),
         created_at,
+        paused,
         state,
         tables,
         queue,

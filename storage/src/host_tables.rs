@@ -4,11 +4,12 @@
 //! Any connection to an instance's database (its own, inside a transaction
 //! or not, or a read-only one of `inspect`) gives the statements on each of
 //! the host's tables: `conn.queue()`, `conn.workflow()` and
-//! `conn.schedules()`. The tables themselves, their schemas and their SQL
-//! stay in `queue`, `workflow` and `schedule`, private to storage.
+//! `conn.schedules()`, `conn.pause()`. The tables themselves, their schemas and their SQL
+//! stay in `queue`, `workflow`, `schedule` and `pause`, private to storage.
 
 use rusqlite::Connection;
 
+use super::pause::PauseTable;
 use super::queue::QueueTables;
 use super::schedule::ScheduleTable;
 use super::workflow::WorkflowTables;
@@ -21,6 +22,8 @@ pub trait HostTables {
     fn workflow(&self) -> WorkflowTables<'_>;
     /// The pending schedules.
     fn schedules(&self) -> ScheduleTable<'_>;
+    /// Whether the instance's background work is paused.
+    fn pause(&self) -> PauseTable<'_>;
 }
 
 impl HostTables for Connection {
@@ -34,5 +37,9 @@ impl HostTables for Connection {
 
     fn schedules(&self) -> ScheduleTable<'_> {
         ScheduleTable::of(self)
+    }
+
+    fn pause(&self) -> PauseTable<'_> {
+        PauseTable::of(self)
     }
 }

@@ -29,9 +29,9 @@
 //!
 //! The layers above reach storage only through the names this crate's
 //! root exports; every module of it is private. The host's tables in an
-//! instance's database (queue, workflow, schedules) are reached through
-//! [`HostTables`] on a connection to it; the bounds of guest SQL through
-//! the sandbox's and the heap's names below.
+//! instance's database (queue, workflow, schedules, pause) are reached
+//! through [`HostTables`] on a connection to it; the bounds of guest SQL
+//! through the sandbox's and the heap's names below.
 
 // The leaves this crate stands on, under the names its modules use.
 use burrow_base::{address, blocking, clock, config, deadline, watchdog};
@@ -48,6 +48,7 @@ mod layout;
 mod log_file;
 mod marks;
 mod pages;
+mod pause;
 mod queue;
 mod replica;
 mod sandbox;
@@ -72,6 +73,7 @@ pub use index::Mark;
 pub use instance_db::{InstanceDb, Savepoint, read_state};
 pub use log_file::LogFile;
 pub use marks::{MarkError, Marks};
+pub use pause::Pause;
 pub use queue::{AfterFailure, AppendError, retry_delay};
 pub use queue::{DeadLetter, NewEvent, QueueMode, QueuePolicy, QueuedEvent};
 pub use sandbox::{Sandbox, SchemaGuard, is_internal, refuse_statement};

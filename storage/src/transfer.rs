@@ -110,6 +110,7 @@ const HOST_SCHEMAS: &[(&[&str], &str)] = &[
         super::workflow::OLD_REQUESTS_SCHEMA,
     ),
     (&["_burrow_schedule"], super::schedule::SCHEMA),
+    (&["_burrow_pause"], super::pause::SCHEMA),
 ];
 
 /// The host's own schema for its table `name`, if this version has one.

@@ -1314,3 +1314,36 @@ fn export_to_a_file_or_stdout_and_import_from_a_file_or_stdin() {
         stderr(&output)
     );
 }
+
+#[test]
+fn fork_makes_a_paused_copy_and_resume_lets_it_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_manifest(dir.path());
+    let local = ["--local"];
+    let run = |args: &[&str]| {
+        let output = burrow(&manifest, &[args, &local].concat());
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        stdout(&output)
+    };
+    run(&["call", "counter", "a", "increment", "[4]"]);
+    let forked: serde_json::Value =
+        serde_json::from_str(&run(&["fork", "counter", "a", "b"])).unwrap();
+    assert_eq!(forked["forked"], "b", "{forked}");
+    assert_eq!(run(&["call", "counter", "b", "get", "[]"]), "4");
+    let inspection = burrow(&manifest, &["inspect", "counter", "b"]);
+    let inspection: serde_json::Value = serde_json::from_str(&stdout(&inspection)).unwrap();
+    assert!(inspection["paused"]["since"].is_i64(), "{inspection}");
+    let resumed = |key: &str| -> serde_json::Value {
+        serde_json::from_str(&run(&["resume", "counter", key])).unwrap()
+    };
+    assert_eq!(resumed("b")["resumed"], true);
+    assert_eq!(resumed("b")["resumed"], false);
+    // A taken key: a clear error, and nothing changed.
+    let output = burrow(&manifest, &["fork", "counter", "a", "b", "--local"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("already exists"),
+        "{}",
+        stderr(&output)
+    );
+}

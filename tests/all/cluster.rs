@@ -2006,3 +2006,57 @@ async fn an_instance_moves_between_a_host_alone_and_a_cluster_as_a_file() {
     assert_eq!(got, json!(11));
     alone.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_in_a_cluster_stays_paused_whichever_host_serves_it_until_resumed() {
+    let mut cluster = Cluster::start(2);
+    let (a, b) = (cluster.client(0), cluster.client(1));
+    a.create("queue-probe", "q", "{}").await.unwrap();
+    // An event that fails until its instance is healed: pending at the fork.
+    let event = json!({"type": "fail", "payload": {"until_healed": true}});
+    call(&a, "queue-probe", "q", "enqueue", json!([[event]])).await;
+    b.fork("queue-probe", "q", "f").await.unwrap();
+    let pending = async |client: &Client, key: &str| {
+        let queue = client.queue("queue-probe", key).await.unwrap();
+        queue["pending"].as_array().unwrap().len()
+    };
+    for key in ["q", "f"] {
+        call(&a, "queue-probe", key, "heal", json!([])).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pending(&b, "q").await > 0 {
+        assert!(Instant::now() < deadline, "the original's event waits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(pending(&a, "f").await, 1);
+
+    // Its owner gone, the other host takes it, paused still.
+    let owner = leases(&a).await;
+    let killed = usize::from(owner.get("host-1").copied().unwrap_or(0) > 0);
+    cluster.kill_9(killed);
+    let survivor = cluster.client(1 - killed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let inspection = loop {
+        match survivor.inspect("queue-probe", "f").await {
+            Ok(inspection) => break inspection,
+            Err(e) => assert!(Instant::now() < deadline, "{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(inspection["paused"]["since"].is_i64(), "{inspection}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let resumed = loop {
+        match survivor.resume("queue-probe", "f").await {
+            Ok(resumed) => break resumed,
+            Err(e) => assert!(Instant::now() < deadline, "{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(resumed);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pending(&survivor, "f").await > 0 {
+        assert!(Instant::now() < deadline, "the resumed fork's event waits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -27,6 +27,7 @@ mod docs;
 mod errors;
 mod examples;
 mod export;
+mod fork;
 mod front;
 mod hostile;
 mod http;

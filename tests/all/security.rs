@@ -143,6 +143,19 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
         ),
         (Method::GET, "/actors/counter/seen", "", Open::Admins),
         (Method::GET, "/actors/counter/seen/state", "", Open::Admins),
+        (Method::GET, "/actors/counter/seen/export", "", Open::Admins),
+        (
+            Method::POST,
+            "/actors/counter/seen/fork",
+            r#"{"key": "seen-fork"}"#,
+            Open::Admins,
+        ),
+        (
+            Method::POST,
+            "/actors/counter/seen/resume",
+            "",
+            Open::Admins,
+        ),
         (Method::GET, "/actors/counter/seen/tables", "", Open::Admins),
         (
             Method::GET,

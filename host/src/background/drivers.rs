@@ -142,8 +142,8 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
                 }
                 marked
             }
-            // An append drives the workflow again.
-            Ok(RunEnd::Idle) => index.set_mark(Mark::Workflow, actor, key, None),
+            // An append drives the workflow again; a resume, a paused one.
+            Ok(RunEnd::Idle | RunEnd::Paused) => index.set_mark(Mark::Workflow, actor, key, None),
             Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
                 index.set_mark(Mark::Workflow, actor, key, None)
             }

@@ -41,7 +41,7 @@ impl Cell {
     /// Runs up to `limit` due schedules, each in one transaction with the
     /// deletion of its schedule (or, for a recurring one, the move to its
     /// next time), then sets the instance's schedule mark from what is
-    /// left. A schedule whose action fails is deleted (or moved) too, and
+    /// left (none while it is paused). A schedule whose action fails is deleted (or moved) too, and
     /// its error logged: it ran once. Returns whether more may be due.
     pub(crate) async fn run_due_schedules(&mut self, limit: usize) -> Result<bool, Error> {
         // Commit the start's transaction (migrate, wake) first, if the
@@ -50,8 +50,11 @@ impl Cell {
             self.begin()?;
             self.finish(Ok(()))?;
         }
+        // A paused instance's schedules wait for its resume, which notes
+        // them again: its mark is left empty meanwhile.
+        let paused = self.is_paused()?;
         let mut ran = 0;
-        while ran < limit && !self.is_broken() {
+        while !paused && ran < limit && !self.is_broken() {
             let due = self
                 .db()
                 .conn
@@ -97,6 +100,9 @@ impl Cell {
         let mark = self
             .marks
             .set_mark_from(Mark::Schedule, &name.actor, &name.key, || {
+                if conn.pause().is_paused()? {
+                    return Ok(None);
+                }
                 conn.schedules().earliest()
             })
             .map_err(|e| Error::storage(&name.actor, &name.key, e.to_string()))?

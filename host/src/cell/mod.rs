@@ -17,6 +17,7 @@ mod batch;
 mod calls;
 mod import;
 mod incoming;
+mod pause;
 mod queue;
 mod savepoints;
 mod transaction;
@@ -69,15 +70,19 @@ pub(crate) enum Origin<'a> {
     /// Create a new instance with this JSON input; an existing one is an error.
     MustBeNew(&'a str),
     /// Create a new instance from this exported copy of a database (see
-    /// `import.rs`); an existing one is an error.
-    Import(&'a [u8]),
+    /// `import.rs`), its background work paused with this reason if one
+    /// is given (a fork); an existing one is an error.
+    Import {
+        image: &'a [u8],
+        pause: Option<&'a str>,
+    },
 }
 
 impl Origin<'_> {
     /// Whether it makes a new instance only: an existing one, asleep or
     /// awake, is [`Error::AlreadyExists`].
     pub(crate) fn only_new(&self) -> bool {
-        matches!(self, Origin::MustBeNew(_) | Origin::Import(_))
+        matches!(self, Origin::MustBeNew(_) | Origin::Import { .. })
     }
 }
 
@@ -241,12 +246,12 @@ impl Cell {
                 };
                 hooks.await
             }
-            (Origin::Import(image), None) => {
+            (Origin::Import { image, pause }, None) => {
                 let now = now_ms();
                 cell.starting = Some(Start::Created(now));
                 let hooks = async {
                     cell.db().create_schema().map_err(storage)?;
-                    cell.import(image, now)?;
+                    cell.import(image, pause, now)?;
                     cell.hook("migrate").await?;
                     cell.hook("wake").await?;
                     cell.snapshot_policy().await?;

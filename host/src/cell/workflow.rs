@@ -85,6 +85,9 @@ impl Cell {
         if self.exports.runner.is_none() {
             return Ok(RunEnd::Finished);
         }
+        if self.is_paused()? {
+            return Ok(RunEnd::Paused);
+        }
         let record = self
             .db()
             .conn
@@ -307,4 +310,7 @@ pub(crate) enum RunEnd {
     AgainAlone,
     /// A step met a concurrent call of the instance; run again shortly.
     Conflict,
+    /// Not run: the instance is paused (`pause.rs`); its resume drives
+    /// the workflow again.
+    Paused,
 }

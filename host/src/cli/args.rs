@@ -420,6 +420,32 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Create an instance from another's database as committed now, its
+    /// queue, schedules and workflow paused until `burrow resume`, so that
+    /// the copy repeats nothing by itself: `burrow fork counter my-key
+    /// my-key-copy`
+    Fork {
+        /// Actor name.
+        actor: String,
+        /// The instance to copy.
+        key: String,
+        /// The new instance's key.
+        new_key: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Let a paused instance (a fork) process its queue, run its schedules
+    /// and drive its workflow: `burrow resume counter my-key-copy`
+    Resume {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
     /// Delete an instance and all its data.
     Destroy {
         /// Actor name.

@@ -247,6 +247,25 @@ where
                 .await?;
             Ok(Some(json!({ "imported": true })))
         }
+        Command::Fork {
+            actor,
+            key,
+            new_key,
+            target,
+        } => {
+            target
+                .run(manifest, remote, async |on| {
+                    on.fork(&actor, &key, &new_key).await
+                })
+                .await?;
+            Ok(Some(json!({ "forked": new_key, "paused": true })))
+        }
+        Command::Resume { actor, key, target } => {
+            let resumed = target
+                .run(manifest, remote, async |on| on.resume(&actor, &key).await)
+                .await?;
+            Ok(Some(json!({ "resumed": resumed })))
+        }
         Command::Destroy { actor, key, target } => {
             target
                 .run(manifest, remote, async |on| on.destroy(&actor, &key).await)

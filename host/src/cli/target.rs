@@ -94,6 +94,23 @@ impl Backend {
         })
     }
 
+    /// Creates the instance `new_key` from `key`, paused.
+    pub(super) async fn fork(&self, actor: &str, key: &str, new_key: &str) -> Result<(), Failure> {
+        match self {
+            Backend::Embedded(host) => ready(host, actor).await?.fork(actor, key, new_key).await?,
+            Backend::Server(client) => client.fork(actor, key, new_key).await?,
+        }
+        Ok(())
+    }
+
+    /// Ends the instance's pause; whether it was paused.
+    pub(super) async fn resume(&self, actor: &str, key: &str) -> Result<bool, Failure> {
+        Ok(match self {
+            Backend::Embedded(host) => ready(host, actor).await?.resume(actor, key).await?,
+            Backend::Server(client) => client.resume(actor, key).await?,
+        })
+    }
+
     /// Creates the instance from an export file.
     pub(super) async fn import(
         &self,

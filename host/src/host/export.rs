@@ -2,8 +2,11 @@
 //! moment, as one file (`crate::export`), and a new instance made from
 //! such a file, on this host or any other, alone or in a cluster.
 
+use std::sync::Arc;
+
 use crate::cell::Origin;
 use crate::clock::now_ms;
+use crate::definition::ActorDefinition;
 use crate::error::Error;
 use crate::export::{Export, ExportedComponent};
 use crate::runtime::ConflictRetry;
@@ -13,27 +16,10 @@ use super::Host;
 
 impl Host {
     /// The instance's database as committed now, with its actor's
-    /// component, as the bytes of an export file. The instance is not
-    /// woken: the copy is read from a connection of its own, in one read
-    /// transaction, while the instance goes on.
+    /// component, as the bytes of an export file (see
+    /// [`Host::committed_database`]).
     pub async fn export(&self, actor: &str, key: &str) -> Result<Vec<u8>, Error> {
-        let def = self.core.resolve_ready(actor, key).await?;
-        let address = self.core.address(&def, key);
-        // In a cluster: this host's file is the replicated one.
-        self.core.claim(&address).await?;
-        if !self.core.store.exists(&address) {
-            return Err(Error::no_such_instance(actor, key));
-        }
-        // A read of the disk: the worker's other tasks go on elsewhere.
-        let database = crate::blocking::off_worker(|| {
-            let mut conn = self.core.store.open_reader(&address)?;
-            snapshot(&mut conn)
-        })
-        .map_err(|e| Error::Storage {
-            actor: actor.into(),
-            key: key.into(),
-            message: format!("cannot read the instance's database: {e}"),
-        })?;
+        let (def, database) = self.committed_database(actor, key).await?;
         Ok(Export {
             actor: actor.into(),
             key: key.into(),
@@ -89,11 +75,42 @@ impl Host {
         }
         let image = export.database.as_slice();
         ConflictRetry::run(self.core.call_timeout(actor), || {
-            self.core
-                .with_cell(actor, key, Origin::Import(image), async |cell| {
-                    cell.commit_creation()
-                })
+            self.core.with_cell(
+                actor,
+                key,
+                Origin::Import { image, pause: None },
+                async |cell| cell.commit_creation(),
+            )
         })
         .await
+    }
+
+    /// The database of (`actor`, `key`) as committed now, with the
+    /// actor's definition. The instance is not woken: the copy is read
+    /// from a connection of its own, in one read transaction, while the
+    /// instance goes on.
+    pub(super) async fn committed_database(
+        &self,
+        actor: &str,
+        key: &str,
+    ) -> Result<(Arc<ActorDefinition>, Vec<u8>), Error> {
+        let def = self.core.resolve_ready(actor, key).await?;
+        let address = self.core.address(&def, key);
+        // In a cluster: this host's file is the replicated one.
+        self.core.claim(&address).await?;
+        if !self.core.store.exists(&address) {
+            return Err(Error::no_such_instance(actor, key));
+        }
+        // A read of the disk: the worker's other tasks go on elsewhere.
+        let database = crate::blocking::off_worker(|| {
+            let mut conn = self.core.store.open_reader(&address)?;
+            snapshot(&mut conn)
+        })
+        .map_err(|e| Error::Storage {
+            actor: actor.into(),
+            key: key.into(),
+            message: format!("cannot read the instance's database: {e}"),
+        })?;
+        Ok((def, database))
     }
 }

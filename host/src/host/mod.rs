@@ -3,12 +3,14 @@
 //! layer that holds both.
 //!
 //! Calls, creation and shutdown are here; deploys, destroy, client
-//! connections, the queue's API and the workflow view each have a file.
+//! connections, the queue's API, the workflow view, export and import,
+//! fork and resume each have a file.
 
 mod connect;
 mod deploy;
 mod destroy;
 mod export;
+mod fork;
 mod guest_link;
 mod handover;
 mod incoming;

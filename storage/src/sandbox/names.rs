@@ -106,6 +106,7 @@ mod tests {
         db.ensure_queue_schema().unwrap();
         db.ensure_workflow_schema().unwrap();
         conn.execute_batch(schedule::SCHEMA).unwrap();
+        conn.pause().pause(1, "test").unwrap();
         let tables: Vec<String> = conn
             .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name LIKE '\\_burrow\\_%' ESCAPE '\\'")
             .unwrap()
@@ -113,7 +114,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables.len(), 8, "{tables:?}");
+        assert_eq!(tables.len(), 9, "{tables:?}");
         conn.execute_batch("CREATE TEMP TABLE fired (what)")
             .unwrap();
         for table in &tables {
@@ -190,6 +191,8 @@ mod tests {
         assert_eq!(conn.workflow().history(10).unwrap().len(), 1);
         assert_eq!(conn.workflow().delete_under("0", None).unwrap(), 1);
         assert_eq!(conn.workflow().history_len().unwrap(), 0);
+        assert_eq!(conn.pause().get().unwrap().unwrap().reason, "test");
+        conn.pause().pause(2, "again").unwrap();
 
         let fired: i64 = conn
             .query_row("SELECT count(*) FROM temp.fired", [], |r| r.get(0))

@@ -17,13 +17,22 @@ use crate::storage::{HostTables, QueueMode, QueuePolicy, QueuedEvent};
 const MAX_GROUPS_BY_HEAD: usize = 64;
 
 impl Run {
-    /// Picks up to `free` due events that the policy allows now.
+    /// Picks up to `free` due events that the policy allows now; none
+    /// while the instance is paused.
     pub(super) async fn pick(
         &mut self,
         policy: &QueuePolicy,
         now: i64,
         free: usize,
     ) -> Result<Vec<QueuedEvent>, Error> {
+        if self
+            .reader()
+            .pause()
+            .is_paused()
+            .map_err(|e| self.storage(e))?
+        {
+            return Ok(Vec::new());
+        }
         let per_group = policy.per_group();
         let mut busy = self
             .reader()

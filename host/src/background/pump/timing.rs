@@ -23,7 +23,8 @@ impl Run {
 }
 
 /// When an event of the queue read through `reader` could next be picked,
-/// with nothing in flight: `None` for an empty queue; the earliest event's
+/// with nothing in flight: `None` for an empty queue or a paused instance
+/// (its resume notes the queue again); the earliest event's
 /// due time if it is in the future; else `now`, or, when due events were
 /// not taken (`declined`, with the retry wait), the earliest retry or
 /// `now + retry wait`, whichever comes first.
@@ -32,6 +33,9 @@ pub(super) fn next_pick_time(
     now: i64,
     declined: Option<Duration>,
 ) -> rusqlite::Result<Option<i64>> {
+    if reader.pause().is_paused()? {
+        return Ok(None);
+    }
     let Some(due) = reader.queue().next_due()? else {
         return Ok(None);
     };

@@ -14,6 +14,7 @@ pub const NAMES: &[&str] = &[
     "_burrow_state",
     "_burrow_queue",
     "_burrow_schedule",
+    "_burrow_pause",
     "_burrow_instance",
     "_burrow_dead_letter",
     "_burrow_queue_policy",

@@ -1,0 +1,48 @@
+//! Fork and resume: a new instance made from another's database as
+//! committed now, its background work paused until it is resumed, so that
+//! a copy never repeats by itself what its original did in the world.
+
+use crate::cell::Origin;
+use crate::error::Error;
+use crate::runtime::ConflictRetry;
+
+use super::Host;
+
+impl Host {
+    /// Creates the instance (`actor`, `new_key`) from the database of
+    /// (`actor`, `key`) as committed now, which goes on untouched (it is
+    /// not woken). The new instance is made as an import is (its
+    /// `migrate` and `wake` hooks run, not `create`), paused: its queue
+    /// is not processed, its schedules do not run and its workflow is not
+    /// driven until [`Host::resume`]. Its calls run as any instance's.
+    /// An existing `new_key` is [`Error::AlreadyExists`].
+    pub async fn fork(&self, actor: &str, key: &str, new_key: &str) -> Result<(), Error> {
+        self.core.listed(actor, new_key)?;
+        if key == new_key {
+            return Err(Error::already_exists(actor, new_key));
+        }
+        let (_, database) = self.committed_database(actor, key).await?;
+        let reason = format!("a fork of the key `{key}`");
+        let origin = Origin::Import {
+            image: &database,
+            pause: Some(&reason),
+        };
+        ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, new_key, origin, async |cell| cell.commit_creation())
+        })
+        .await
+    }
+
+    /// Ends the pause of (`actor`, `key`)'s background work (see
+    /// [`Host::fork`]): its queue, schedules and workflow go on from
+    /// where its database holds them. Returns whether it was paused; an
+    /// instance that was not is left as it is.
+    pub async fn resume(&self, actor: &str, key: &str) -> Result<bool, Error> {
+        ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::MustExist, async |cell| cell.resume())
+        })
+        .await
+    }
+}
