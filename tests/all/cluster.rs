@@ -742,7 +742,9 @@ async fn a_drain_under_load_moves_every_instance_and_fails_no_request() {
     // The queue goes on at its new host: every event processed once.
     every_event_processed_once(&reader, "dq", 60).await;
     // Its metrics say so.
-    let metrics = reqwest::get(format!("{}/metrics", cluster.url(0)))
+    let metrics = crate::support::http()
+        .get(format!("{}/metrics", cluster.url(0)))
+        .send()
         .await
         .unwrap()
         .text()
@@ -1436,7 +1438,7 @@ async fn requests_calls_sends_and_connections_reach_the_owner_from_any_host() {
     // A request that only claims to come from a host is refused: with no
     // signature, a made-up one, or one that signs another request.
     let forged = |headers: &[(&str, &str)]| {
-        let mut request = reqwest::Client::new()
+        let mut request = crate::support::http()
             .post(format!("{}/actors/talk/x/actions/note", cluster.url(0)))
             .body(r#"["forged"]"#);
         for (name, value) in headers {
@@ -1473,7 +1475,7 @@ async fn a_request_for_an_actors_http_handler_reaches_its_owner_with_its_headers
         programs::HTTP_PROBE
     );
     let cluster = Cluster::start_configured(2, LEASE, "10s", &head, &[]);
-    let http = reqwest::Client::new();
+    let http = crate::support::http();
     let hook = async |host: usize, signature: &str, body: String| {
         let answer = http
             .post(format!(

@@ -23,9 +23,7 @@ fn now_ms() -> i64 {
 const COMPILE_LIMIT: Duration = Duration::from_secs(30 * 60);
 
 async fn request(method: reqwest::Method, url: &str, body: &'static str) -> (u16, Value) {
-    // reqwest is built without a TLS provider of its own.
-    burrow::client::crypto_provider();
-    let response = reqwest::Client::new()
+    let response = crate::support::http()
         .request(method, url)
         .header("content-type", "application/json")
         .body(body)

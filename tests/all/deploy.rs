@@ -616,7 +616,9 @@ async fn a_key_named_component_keeps_its_routes() {
         client.state("counter", "component").await.unwrap(),
         Value::Null
     );
-    let info = reqwest::get(format!("{}/actors/counter/component", server.url))
+    let info = crate::support::http()
+        .get(format!("{}/actors/counter/component", server.url))
+        .send()
         .await
         .unwrap()
         .json::<Value>()

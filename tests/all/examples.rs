@@ -253,7 +253,9 @@ impl PaymentProvider {
 
     /// What the provider says at `path` (`/charges`, `/requests`).
     pub(crate) async fn get(&self, path: &str) -> Value {
-        reqwest::get(format!("{}{path}", self.url))
+        crate::support::http()
+            .get(format!("{}{path}", self.url))
+            .send()
             .await
             .unwrap()
             .json()
@@ -359,7 +361,7 @@ async fn a_settlement_calls_the_payment_back_and_wakes_its_workflow() {
         .unwrap();
     // A forged settlement, while the workflow waits: no signature, then
     // a wrong one.
-    let http = reqwest::Client::new();
+    let http = crate::support::http();
     for signature in [None, Some("00ff")] {
         let mut forged = http
             .post(&hook)

@@ -217,7 +217,7 @@ async fn unauthenticated_connections_past_the_caps_are_closed_and_other_addresse
     };
     let server = Server::start_with(host.clone(), with_tokens(limits)).await;
     let to = address(&server);
-    let honest = reqwest::Client::builder()
+    let honest = crate::support::http_builder()
         .local_address(HONEST)
         .build()
         .unwrap();

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 async fn raw(method: reqwest::Method, url: &str, body: &'static str) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = crate::support::http()
         .request(method, url)
         .body(body)
         .send()
@@ -373,14 +373,14 @@ async fn stopping_the_server_answers_the_request_in_flight_refuses_new_ones_and_
     spinner.options.call_timeout = std::time::Duration::from_secs(3);
     let server = Server::start(start(dir.path(), &[spinner, counter()]).await).await;
     // A connection that answered and stays open, idle.
-    let idle = reqwest::Client::new();
+    let idle = crate::support::http();
     let url = format!("{}/actors/counter/c/actions/increment", server.url);
     for expected in ["1", "2"] {
         let answer = idle.post(&url).body("[1]").send().await.unwrap();
         assert_eq!(answer.text().await.unwrap(), expected);
     }
     let spinning = tokio::spawn(
-        reqwest::Client::new()
+        crate::support::http()
             .post(format!("{}/actors/probe/p/actions/spin", server.url))
             .body("[]")
             .send(),
@@ -396,7 +396,7 @@ async fn stopping_the_server_answers_the_request_in_flight_refuses_new_ones_and_
     // refused at once rather than left waiting.
     let refused = tokio::time::timeout(
         std::time::Duration::from_millis(500),
-        reqwest::Client::new()
+        crate::support::http()
             .get(format!("{url_of_server}/healthz"))
             .send(),
     )

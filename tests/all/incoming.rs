@@ -48,7 +48,7 @@ async fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Answer {
-    let mut request = reqwest::Client::new()
+    let mut request = crate::support::http()
         .request(method, format!("{url}{path}"))
         .body(body.to_owned());
     for (name, value) in headers {

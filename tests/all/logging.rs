@@ -248,7 +248,7 @@ async fn client_text_cannot_forge_log_lines() {
             }
         })
         .collect();
-    let answer = reqwest::Client::new()
+    let answer = crate::support::http()
         .post(format!(
             "{}/actors/probe/{encoded}/actions/shout",
             server.url

@@ -13,7 +13,11 @@ const LONG: Duration = Duration::from_secs(20);
 
 /// The metrics of the server at `url`, parsed; checks the content type.
 async fn scrape(url: &str) -> Scrape {
-    let response = reqwest::get(format!("{url}/metrics")).await.unwrap();
+    let response = crate::support::http()
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap();
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");

@@ -360,7 +360,9 @@ async fn inspect_of_huge_generated_values_is_refused_by_its_limits() {
 
     // Over HTTP: a clear error, and the server's workers stay free.
     let server = Server::start(host.clone()).await;
-    let response = reqwest::get(format!("{}/actors/probe/huge", server.url))
+    let response = crate::support::http()
+        .get(format!("{}/actors/probe/huge", server.url))
+        .send()
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 413);

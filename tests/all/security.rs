@@ -72,7 +72,7 @@ async fn send(
     path: &str,
     body: &str,
 ) -> (u16, reqwest::header::HeaderMap, Value) {
-    let mut request = reqwest::Client::new()
+    let mut request = crate::support::http()
         .request(method, format!("{url}{path}"))
         .body(body.to_owned());
     if let Some(token) = who.token() {
@@ -282,7 +282,7 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
     );
 
     // A token sent another way than as a bearer is refused as such.
-    let answer = reqwest::Client::new()
+    let answer = crate::support::http()
         .get(format!("{}/actors", server.url))
         .basic_auth("ops", Some(ADMIN))
         .send()
@@ -496,7 +496,7 @@ async fn a_token_past_its_rate_is_told_to_retry_and_others_are_not_held_back() {
         "
     );
     let server = Server::start_with(host.clone(), serving(&tokens)).await;
-    let http = reqwest::Client::new();
+    let http = crate::support::http();
     let url = format!("{}/actors/counter/rated/actions/increment", server.url);
     let mut limited = 0;
     let mut message = String::new();
@@ -545,7 +545,7 @@ async fn headers_only_hosts_of_a_cluster_send_are_refused_from_anyone_else() {
     // Without tokens too: a forged chain would let a client pass for an
     // actor.
     let server = Server::start(host.clone()).await;
-    let http = reqwest::Client::new();
+    let http = crate::support::http();
     for (name, value) in [
         ("x-burrow-forwarded", "some-host"),
         ("x-burrow-chain", r#"[["counter", "a"]]"#),

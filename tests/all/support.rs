@@ -243,3 +243,16 @@ pub async fn next_text(socket: &mut Socket) -> Option<Value> {
         }
     }
 }
+
+/// A client for raw HTTP requests to a test's servers. reqwest is built
+/// without a TLS provider of its own: Burrow's is installed first, so
+/// that no test depends on another having made a client before it.
+pub fn http() -> reqwest::Client {
+    http_builder().build().unwrap()
+}
+
+/// [`http`], to configure first.
+pub fn http_builder() -> reqwest::ClientBuilder {
+    burrow::client::crypto_provider();
+    reqwest::Client::builder()
+}
