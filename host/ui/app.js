@@ -332,11 +332,46 @@ function refreshButton(onclick) {
 }
 
 async function stateView(body, actor, key) {
-  const state = await api("GET", `${instancePath(actor, key)}/state`);
+  const { state, paused } = await api("GET", instancePath(actor, key));
+  const status = el("div", { id: "copy-status" });
+  const resume = el("button", { type: "button", id: "resume" }, "Resume");
+  resume.onclick = async () => {
+    resume.disabled = true;
+    try {
+      await api("POST", `${instancePath(actor, key)}/resume`);
+      await stateView(body, actor, key);
+      body.prepend(notice("Resumed: its queue, schedules and workflow go on.", false));
+    } catch (e) {
+      resume.disabled = false;
+      fill(status, failure(e));
+    }
+  };
+  const newKey = el("input", { id: "fork-key", required: true, placeholder: "new key" });
   fill(body,
+    paused
+      ? el("div", { class: "notice", id: "paused", role: "status" },
+          `Paused since ${time(paused.since)} (${paused.reason}): its queue, schedules and workflow wait. `,
+          resume)
+      : null,
+    status,
     el("h2", {}, "State"),
     el("pre", { id: "state" }, state === null ? "null (never set)" : pretty(state)),
     el("p", {}, refreshButton(() => route())),
+    el("h2", {}, "Fork"),
+    el("p", { class: "muted" }, "A copy as committed now, under a new key, paused until resumed."),
+    el("form", {
+      class: "row",
+      id: "fork",
+      onsubmit: async (e) => {
+        e.preventDefault();
+        try {
+          await api("POST", `${instancePath(actor, key)}/fork`, JSON.stringify({ key: newKey.value }));
+          location.hash = link(["i", actor, newKey.value, "state"]);
+        } catch (error) {
+          fill(status, failure(error));
+        }
+      },
+    }, el("label", {}, "New key", newKey), el("button", { type: "submit", class: "secondary" }, "Fork")),
   );
 }
 

@@ -205,7 +205,7 @@ async fn fork_and_resume_go_through_the_http_api() {
     assert!(inspection.get("paused").is_none(), "{inspection}");
 
     // A body that is not `{"key": ...}` is refused and names what it wants.
-    let refused = reqwest::Client::new()
+    let refused = crate::support::http()
         .post(format!("{}/actors/counter/o/fork", server.url))
         .body(r#"{"new_key": "g"}"#)
         .send()

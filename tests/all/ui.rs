@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 async fn get(url: &str) -> (u16, Value) {
-    let response = reqwest::get(url).await.unwrap();
+    let response = crate::support::http().get(url).send().await.unwrap();
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
     (
@@ -278,7 +278,7 @@ async fn table_pages_and_schedules() {
 /// Asserts a `/ui` answer: 200, `content_type`, and a policy that allows
 /// no script but the inspector's own.
 async fn assert_asset(url: &str, content_type: &str, contains: &str) {
-    let response = reqwest::get(url).await.unwrap();
+    let response = crate::support::http().get(url).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200, "{url}");
     let header = |name: &str| {
         response
@@ -324,7 +324,9 @@ async fn the_inspector_is_served_with_its_content_types() {
     )
     .await;
     // The script never hands text to the HTML parser.
-    let script = reqwest::get(format!("{url}/ui/app.js"))
+    let script = crate::support::http()
+        .get(format!("{url}/ui/app.js"))
+        .send()
         .await
         .unwrap()
         .text()
@@ -342,7 +344,7 @@ async fn the_inspector_is_served_with_its_content_types() {
     let answer = get(&format!("{url}/ui/nothing.js")).await;
     assert_eq!(error_of(&answer).1, "no-route", "{answer:?}");
     // `/` leads to the inspector.
-    let response = reqwest::Client::builder()
+    let response = crate::support::http_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
@@ -396,7 +398,15 @@ fn serve_no_ui_and_the_manifest_turn_the_inspector_off() {
     };
     let status = |url: &str| {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async { reqwest::get(url).await.unwrap().status().as_u16() })
+        runtime.block_on(async {
+            crate::support::http()
+                .get(url)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
     };
     let manifest = write("");
     let server = crate::cli::Serve::start_with(&manifest, &["--no-ui"]);
@@ -734,6 +744,33 @@ async fn the_inspector_in_a_browser() {
         json!({ "value": 2 })
     );
     ui.shoot("state").await;
+
+    // A fork from the form: paused until resumed from its own page.
+    ui.type_into("#fork-key", "p1-copy").await;
+    ui.click("#fork button").await;
+    ui.until("the fork's pause", "document.querySelector('#paused')")
+        .await;
+    assert_eq!(ui.text("#instance-key").await, "p1-copy");
+    let paused = ui.text("#paused").await;
+    assert!(paused.contains("a fork of the key `p1`"), "{paused}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&ui.text("#state").await).unwrap(),
+        json!({ "value": 2 })
+    );
+    ui.shoot("fork").await;
+    ui.click("#resume").await;
+    ui.until(
+        "the resume",
+        "!document.querySelector('#paused') && document.querySelector('#state')",
+    )
+    .await;
+    assert!(host.inspect("probe", "p1-copy").unwrap().paused.is_none());
+    ui.open("/i/probe/p1/state").await;
+    ui.until(
+        "p1's state",
+        "document.querySelector('#instance-key')?.textContent === 'p1' && document.querySelector('#state')",
+    )
+    .await;
 
     // Its schedules.
     ui.click("#to-schedules").await;
