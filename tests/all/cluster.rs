@@ -2032,6 +2032,10 @@ async fn a_fork_in_a_cluster_stays_paused_whichever_host_serves_it_until_resumed
     }
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(pending(&a, "f").await, 1);
+    // A key another host serves is taken, wherever the fork runs.
+    b.create("queue-probe", "g", "{}").await.unwrap();
+    let taken = b.fork("queue-probe", "q", "g").await.unwrap_err();
+    assert_eq!(taken.code, "already-exists", "{taken:?}");
 
     // Its owner gone, the other host takes it, paused still.
     let owner = leases(&a).await;

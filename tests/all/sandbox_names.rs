@@ -92,6 +92,16 @@ async fn no_guest_statement_makes_an_object_with_an_internal_name() {
              ALTER TABLE a1 RENAME TO _burrow_schedule;",
             "_burrow_schedule",
         ),
+        // A guest that would pause its own background work.
+        (
+            "CREATE TABLE _burrow_pause (id INTEGER PRIMARY KEY, since INTEGER, reason TEXT)",
+            "_burrow_pause",
+        ),
+        (
+            "CREATE TABLE a0 (id INTEGER PRIMARY KEY, since INTEGER, reason TEXT);
+             ALTER TABLE a0 RENAME TO _Burrow_Pause;",
+            "_burrow_pause",
+        ),
         (
             "CREATE TABLE a2 (x); ALTER TABLE main.a2 RENAME TO _BURROW_Mine;",
             "_burrow_mine",
@@ -322,5 +332,22 @@ async fn an_event_appended_after_a_queue_decoy_is_processed() {
     assert_denied(&outcome, "_burrow_queue", attack);
     assert_denied(&fk_outcome, "_burrow_queue", fk);
     assert_denied(&function_outcome, "json_each", function);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_instance_cannot_resume_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &[probe()]).await;
+    call(&host, "probe", "k", "bump", "[]").await;
+    host.fork("probe", "k", "copy").await.unwrap();
+    for attack in [
+        "DROP TABLE _burrow_pause",
+        "DELETE FROM _burrow_pause",
+        "ALTER TABLE _burrow_pause RENAME TO gone",
+    ] {
+        assert_denied(&batch(&host, "copy", attack).await, "_burrow_pause", attack);
+    }
+    assert!(host.inspect("probe", "copy").unwrap().paused.is_some());
     host.shutdown().await;
 }

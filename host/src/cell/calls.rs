@@ -41,8 +41,9 @@ impl Cell {
     /// Runs up to `limit` due schedules, each in one transaction with the
     /// deletion of its schedule (or, for a recurring one, the move to its
     /// next time), then sets the instance's schedule mark from what is
-    /// left (none while it is paused). A schedule whose action fails is deleted (or moved) too, and
-    /// its error logged: it ran once. Returns whether more may be due.
+    /// left (none while it is paused). A schedule whose action fails is
+    /// deleted (or moved) too, and its error logged: it ran once. Returns
+    /// whether more may be due.
     pub(crate) async fn run_due_schedules(&mut self, limit: usize) -> Result<bool, Error> {
         // Commit the start's transaction (migrate, wake) first, if the
         // instance just woke.

@@ -27,11 +27,19 @@ impl Host {
             image: &database,
             pause: Some(&reason),
         };
-        ConflictRetry::run(self.core.call_timeout(actor), || {
+        let forked = ConflictRetry::run(self.core.call_timeout(actor), || {
             self.core
                 .with_cell(actor, new_key, origin, async |cell| cell.commit_creation())
         })
-        .await
+        .await;
+        match forked {
+            // In a cluster, another host serves an instance of that key:
+            // it exists (the request was routed by the original's key).
+            Err(Error::Moved { key, .. }) if key == new_key => {
+                Err(Error::already_exists(actor, new_key))
+            }
+            other => other,
+        }
     }
 
     /// Ends the pause of (`actor`, `key`)'s background work (see
