@@ -57,8 +57,8 @@ pub use instance::Instance;
 pub use subscription::{Event, Subscription};
 pub use tls::{CA_CERT_ENV, POOL_IDLE_TIMEOUT, Trust, crypto_provider};
 pub use wire::{
-    ErrorBody, ErrorDetail, EventResult, ForkBody, GuestFailure, Hello, KeyList, Lagged, Resumed,
-    SendBody, SendOptions, SendOutcome,
+    ErrorBody, ErrorDetail, EventResult, ForkBody, GuestFailure, Hello, KeyList, Lagged, Paused,
+    Resumed, SendBody, SendOptions, SendOutcome,
 };
 
 /// An error answer from the server, or a failure to reach it or to
@@ -450,6 +450,16 @@ impl Client {
             .header("content-type", "application/json")
             .body(body);
         self.request(request).await.map(drop)
+    }
+
+    /// Pauses the instance's background work (its queue, schedules and
+    /// workflow) until [`Client::resume`]; returns whether it was running
+    /// (see `burrow pause`).
+    pub async fn pause(&self, actor: &str, key: &str) -> Result<bool, ClientError> {
+        let url = self.url(route::PAUSE, &[actor, key]);
+        let (status, text) = self.request(self.http.post(url)).await?;
+        let paused: Paused = decode(Some(status), &text, "the pause's answer")?;
+        Ok(paused.paused)
     }
 
     /// Ends the pause of the instance's background work; returns whether

@@ -39,6 +39,8 @@ pub const EXPORT: &str = "/actors/{actor}/{key}/export";
 /// `POST` ([`crate::ForkBody`]): a new instance from the instance's
 /// database as committed now, its background work paused.
 pub const FORK: &str = "/actors/{actor}/{key}/fork";
+/// `POST`: pauses the instance's background work.
+pub const PAUSE: &str = "/actors/{actor}/{key}/pause";
 /// `POST`: ends the pause of the instance's background work.
 pub const RESUME: &str = "/actors/{actor}/{key}/resume";
 /// `GET`: an instance's tables.

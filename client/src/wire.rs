@@ -1,8 +1,9 @@
 //! The wire types of the HTTP API, one definition for the server and its
 //! clients: what a send asks for ([`SendOptions`], the request body) and
 //! what it achieved ([`SendOutcome`]), an error answer ([`ErrorBody`]),
-//! the list of an actor's keys ([`KeyList`]), a fork's request and a
-//! resume's answer ([`ForkBody`], [`Resumed`]), and the frames of a
+//! the list of an actor's keys ([`KeyList`]), a fork's request and the
+//! answers of a pause and a resume ([`ForkBody`], [`Paused`],
+//! [`Resumed`]), and the frames of a
 //! connection that are not events ([`Hello`], [`Lagged`]). The JSON they
 //! write is the HTTP API's; the host serializes the same types it answers
 //! with.
@@ -231,6 +232,15 @@ pub struct KeyList {
 pub struct ForkBody {
     /// The new instance's key.
     pub key: String,
+}
+
+/// The answer of `POST /actors/{actor}/{key}/pause`: whether the
+/// instance's background work was running (a paused instance is left as
+/// it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    /// Whether the instance was running.
+    pub paused: bool,
 }
 
 /// The answer of `POST /actors/{actor}/{key}/resume`: whether the

@@ -10,6 +10,7 @@
 //! | `GET /actors/{actor}/{key}/export` | | 200 and the instance's export file (`application/octet-stream`) |
 //! | `PUT /actors/{actor}/{key}/export?replace=` | an export file | 201 (a new instance made from it) |
 //! | `POST /actors/{actor}/{key}/fork` | `{"key": new_key}` | 201 (a new instance from the instance as committed now, its background work paused) |
+//! | `POST /actors/{actor}/{key}/pause` | | 200 `{"paused": bool}` (whether it was running) |
 //! | `POST /actors/{actor}/{key}/resume` | | 200 `{"resumed": bool}` (whether it was paused) |
 //! | `GET /actors` | | 200 and `{"actors": [{"name"}]}` |
 //! | `GET /actors/{actor}?prefix=&after=&limit=` | | 200 and `{"keys": [...]}` (a page: `"next"` when more follow) |
@@ -64,7 +65,9 @@ use serde_json::{Value, json};
 
 use crate::address::Address;
 use crate::caller::Caller;
-use crate::client::{ErrorBody, ErrorDetail, ForkBody, GuestFailure, Resumed, SendBody, route};
+use crate::client::{
+    ErrorBody, ErrorDetail, ForkBody, GuestFailure, Paused, Resumed, SendBody, route,
+};
 use crate::config::{
     DEFAULT_SEND_WAIT, HttpLimits, MAX_ARGS_BYTES, MAX_CALL_DEPTH, MAX_COMPONENT_BYTES,
     MAX_IMPORT_BYTES, MAX_SEND_WAIT,
@@ -241,6 +244,7 @@ pub fn router_with(host: Host, serving: Serving) -> Router {
                 .layer(DefaultBodyLimit::max(MAX_IMPORT_BYTES as usize)),
         )
         .route(route::FORK, post(fork))
+        .route(route::PAUSE, post(pause))
         .route(route::RESUME, post(resume))
         .route(route::ACTION, post(call))
         .route(route::QUEUE, get(queue).post(send))
@@ -783,6 +787,22 @@ async fn fork(
         move || async move {
             host.fork(actor, key, new_key).await?;
             Ok(StatusCode::CREATED.into_response())
+        }
+    })
+    .await
+}
+
+async fn pause(
+    State(host): State<Host>,
+    incoming: Incoming,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<Response> {
+    let Path((actor, key)) = path?;
+    routed(&host, &incoming, &actor, &key, {
+        let (host, actor, key) = (&host, &actor, &key);
+        move || async move {
+            let paused = host.pause(actor, key).await?;
+            Ok(axum::Json(Paused { paused }).into_response())
         }
     })
     .await

@@ -1338,6 +1338,9 @@ fn fork_makes_a_paused_copy_and_resume_lets_it_work() {
     };
     assert_eq!(resumed("b")["resumed"], true);
     assert_eq!(resumed("b")["resumed"], false);
+    let paused: serde_json::Value = serde_json::from_str(&run(&["pause", "counter", "a"])).unwrap();
+    assert_eq!(paused["paused"], true);
+    assert_eq!(resumed("a")["resumed"], true);
     // A taken key: a clear error, and nothing changed.
     let output = burrow(&manifest, &["fork", "counter", "a", "b", "--local"]);
     assert!(!output.status.success());

@@ -1,7 +1,8 @@
-//! Fork and resume: a fork holds its original's data as committed at the
-//! fork, answers calls at once, and does none of its background work (its
-//! queue, its schedules, its workflow) until it is resumed, even across a
-//! restart; its original goes on untouched.
+//! Fork, pause and resume: a fork holds its original's data as committed
+//! at the fork, answers calls at once, and does none of its background
+//! work (its queue, its schedules, its workflow) until it is resumed, even
+//! across a restart; its original goes on untouched. Any instance can be
+//! paused and resumed the same way while it works.
 
 use std::time::Duration;
 
@@ -141,6 +142,78 @@ async fn a_fork_does_its_work_only_once_resumed_and_its_original_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_working_instance_paused_finishes_what_runs_and_starts_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = start(dir.path(), &actors()).await;
+    // A queue being processed, a schedule due soon, a workflow asleep.
+    let events: Vec<Value> = (0..100)
+        .map(|_| json!({"type": "slow", "payload": {"ms": 20}}))
+        .collect();
+    call(
+        &host,
+        "queue-probe",
+        "w",
+        "enqueue",
+        &json!([events]).to_string(),
+    )
+    .await;
+    call(
+        &host,
+        "conformance",
+        "w",
+        "schedule_note",
+        r#"["later", 800]"#,
+    )
+    .await;
+    host.create(
+        "workflow-probe",
+        "w",
+        &json!({"steps": 3, "sleep_ms": 800}).to_string(),
+    )
+    .await
+    .unwrap();
+    eventually(
+        LONG,
+        "the first events and the workflow's sleep",
+        async || {
+            let view = host.workflow("workflow-probe", "w").unwrap();
+            let processed = 100 - host.queue("queue-probe", "w").unwrap().pending.len();
+            (processed > 0 && view.record.waiting_on.as_deref() == Some("sleep `nap`"))
+                .then_some(())
+        },
+    )
+    .await;
+    for actor in ["queue-probe", "conformance", "workflow-probe"] {
+        assert!(host.pause(actor, "w").await.unwrap(), "{actor}");
+        assert!(!host.pause(actor, "w").await.unwrap(), "{actor}");
+    }
+    // What was in flight ends; then nothing moves.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopped = work_done(&host, "w").await;
+    assert!(stopped.0 > 0, "{stopped:?}");
+    assert_eq!((&stopped.1, stopped.2), (&json!([]), false), "{stopped:?}");
+    tokio::time::sleep(IDLE).await;
+    assert_eq!(work_done(&host, "w").await, stopped);
+    // Calls go on meanwhile.
+    assert_eq!(
+        call(&host, "conformance", "w", "notes", "[]").await,
+        json!([])
+    );
+
+    for actor in ["queue-probe", "conformance", "workflow-probe"] {
+        assert!(host.resume(actor, "w").await.unwrap(), "{actor}");
+    }
+    eventually(LONG, "the work to end", async || {
+        let done = work_done(&host, "w").await;
+        (done == (0, json!(["later"]), true)).then_some(())
+    })
+    .await;
+    let missing = host.pause("counter", "nobody").await.unwrap_err();
+    assert!(matches!(missing, Error::NoSuchInstance { .. }), "{missing}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_fork_is_refused_for_a_missing_source_or_a_taken_key_and_travels_paused() {
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let host = start(a_dir.path(), &actors()).await;
@@ -203,6 +276,14 @@ async fn fork_and_resume_go_through_the_http_api() {
     assert!(!client.resume("counter", "f").await.unwrap());
     let inspection = client.inspect("counter", "f").await.unwrap();
     assert!(inspection.get("paused").is_none(), "{inspection}");
+    assert!(client.pause("counter", "o").await.unwrap());
+    assert!(!client.pause("counter", "o").await.unwrap());
+    let inspection = client.inspect("counter", "o").await.unwrap();
+    assert_eq!(
+        inspection["paused"]["reason"], "paused by an operator",
+        "{inspection}"
+    );
+    assert!(client.resume("counter", "o").await.unwrap());
 
     // A body that is not `{"key": ...}` is refused and names what it wants.
     let refused = crate::support::http()

@@ -150,6 +150,7 @@ async fn every_route_answers_each_role_and_a_refusal_changes_nothing() {
             r#"{"key": "seen-fork"}"#,
             Open::Admins,
         ),
+        (Method::POST, "/actors/counter/seen/pause", "", Open::Admins),
         (
             Method::POST,
             "/actors/counter/seen/resume",

@@ -1,5 +1,6 @@
-//! A paused instance (see `storage`'s `pause`): a fork is made paused, and
-//! `resume` hands its work to the host. While paused, the queue pump picks
+//! A paused instance (see `storage`'s `pause`): a fork is made paused, an
+//! operator may pause any instance, and `resume` hands its work to the
+//! host. While paused, the queue pump picks
 //! nothing, schedules do not run and the workflow is not driven; each of
 //! them, finding the pause, leaves its mark empty, so that nothing wakes
 //! the instance for that work until `resume` notes it again.
@@ -15,6 +16,22 @@ impl Cell {
     /// transaction (or its last commit) says.
     pub(crate) fn is_paused(&self) -> Result<bool, Error> {
         (self.db().conn.pause().is_paused()).map_err(|e| self.storage_error(e))
+    }
+
+    /// Pauses the instance's background work, in one transaction, with
+    /// `reason`; returns whether it was running (a paused instance keeps
+    /// its pause as it was). What runs finishes: the events in flight,
+    /// the batch of schedules, the workflow's run; nothing starts after.
+    pub(crate) fn pause(&mut self, reason: &str) -> Result<bool, Error> {
+        let now = now_ms();
+        self.host_transaction(|db| {
+            let pause = db.conn.pause();
+            if pause.is_paused()? {
+                return Ok(false);
+            }
+            pause.pause(now, reason)?;
+            Ok(true)
+        })
     }
 
     /// Ends the pause and hands the instance's work to the host, in one

@@ -435,6 +435,18 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Pause an instance's queue, schedules and workflow (what runs
+    /// finishes; calls go on) until `burrow resume`: `burrow pause counter
+    /// my-key`
+    Pause {
+        /// Actor name.
+        actor: String,
+        /// Instance key.
+        key: String,
+        /// Where to run.
+        #[command(flatten)]
+        target: Target,
+    },
     /// Let a paused instance (a fork) process its queue, run its schedules
     /// and drive its workflow: `burrow resume counter my-key-copy`
     Resume {

@@ -260,6 +260,12 @@ where
                 .await?;
             Ok(Some(json!({ "forked": new_key, "paused": true })))
         }
+        Command::Pause { actor, key, target } => {
+            let paused = target
+                .run(manifest, remote, async |on| on.pause(&actor, &key).await)
+                .await?;
+            Ok(Some(json!({ "paused": paused })))
+        }
         Command::Resume { actor, key, target } => {
             let resumed = target
                 .run(manifest, remote, async |on| on.resume(&actor, &key).await)

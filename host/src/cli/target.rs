@@ -103,6 +103,14 @@ impl Backend {
         Ok(())
     }
 
+    /// Pauses the instance's background work; whether it was running.
+    pub(super) async fn pause(&self, actor: &str, key: &str) -> Result<bool, Failure> {
+        Ok(match self {
+            Backend::Embedded(host) => ready(host, actor).await?.pause(actor, key).await?,
+            Backend::Server(client) => client.pause(actor, key).await?,
+        })
+    }
+
     /// Ends the instance's pause; whether it was paused.
     pub(super) async fn resume(&self, actor: &str, key: &str) -> Result<bool, Failure> {
         Ok(match self {

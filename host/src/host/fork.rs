@@ -1,6 +1,7 @@
-//! Fork and resume: a new instance made from another's database as
+//! Fork, pause and resume: a new instance made from another's database as
 //! committed now, its background work paused until it is resumed, so that
-//! a copy never repeats by itself what its original did in the world.
+//! a copy never repeats by itself what its original did in the world; and
+//! the pause of any instance's background work, and its end.
 
 use crate::cell::Origin;
 use crate::error::Error;
@@ -40,6 +41,21 @@ impl Host {
             }
             other => other,
         }
+    }
+
+    /// Pauses the background work of (`actor`, `key`) as a fork's is:
+    /// what runs finishes (the events in flight, a batch of schedules,
+    /// the workflow's current run), and nothing more starts until
+    /// [`Host::resume`]; calls go on. Returns whether it was running (a
+    /// paused instance is left as it is).
+    pub async fn pause(&self, actor: &str, key: &str) -> Result<bool, Error> {
+        ConflictRetry::run(self.core.call_timeout(actor), || {
+            self.core
+                .with_cell(actor, key, Origin::MustExist, async |cell| {
+                    cell.pause("paused by an operator")
+                })
+        })
+        .await
     }
 
     /// Ends the pause of (`actor`, `key`)'s background work (see
