@@ -15,7 +15,7 @@ use crate::clock::now_ms;
 use crate::config::BACKGROUND_CONFLICT_PAUSE;
 use crate::error::Error;
 use crate::presence::Lease;
-use crate::storage::{Mark, MarkError};
+use crate::storage::{HostTables, Mark, MarkError};
 use crate::text::escaped;
 
 use super::Background;
@@ -142,8 +142,30 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
                 }
                 marked
             }
-            // An append drives the workflow again; a resume, a paused one.
-            Ok(RunEnd::Idle | RunEnd::Paused) => index.set_mark(Mark::Workflow, actor, key, None),
+            // An append drives the workflow again.
+            Ok(RunEnd::Idle) => index.set_mark(Mark::Workflow, actor, key, None),
+            // A resume drives it again. One that committed since the run
+            // (its kick taken already) is seen here: the mark is set from
+            // the pause as committed, in the marks' order, so that the
+            // resume's own mark comes after it or the resume is read.
+            Ok(RunEnd::Paused) => {
+                let store = &host.core.store;
+                let marked = index.set_mark_from(Mark::Workflow, actor, key, || {
+                    let reader = store.open_reader(address)?;
+                    let paused = reader.pause().is_paused()?;
+                    Ok::<_, rusqlite::Error>((!paused).then(now_ms))
+                });
+                match marked {
+                    Ok(Ok(Some(_))) => continue,
+                    Ok(Ok(None)) => Ok(()),
+                    Ok(Err(e)) => {
+                        tracing::warn!(actor, key, error = %escaped(&e), "cannot read the workflow's pause; it tries again later");
+                        let at = now_ms() + RETRY_AFTER_ERROR.as_millis() as i64;
+                        index.set_mark(Mark::Workflow, actor, key, Some(at))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             Ok(RunEnd::Finished) | Err(Error::NoSuchInstance { .. }) => {
                 index.set_mark(Mark::Workflow, actor, key, None)
             }
