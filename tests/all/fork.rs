@@ -95,10 +95,27 @@ async fn a_fork_does_its_work_only_once_resumed_and_its_original_goes_on() {
     let paused = inspection.paused.expect("the fork is paused");
     assert!(paused.reason.contains("`o`"), "{paused:?}");
     assert!(host.inspect("counter", "o").unwrap().paused.is_none());
-    // Healed, with another event sent: the fork's events stay pending.
+    // Healed, with another event sent: the fork's events stay pending,
+    // and a sender that waits for the outcome times out.
     call(&host, "queue-probe", "f", "heal", "[]").await;
     call(&host, "queue-probe", "o", "heal", "[]").await;
-    send(&host, "f", "incr", r#"{"ms": 1}"#).await;
+    let waited = host
+        .send(
+            "queue-probe",
+            "f",
+            "incr",
+            r#"{"ms": 1}"#,
+            SendOptions {
+                wait: Some(Duration::from_millis(300)),
+                ..SendOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(waited, burrow::SendOutcome::TimedOut { .. }),
+        "{waited:?}"
+    );
 
     eventually(LONG, "the original's work", async || {
         let done = work_done(&host, "o").await;
