@@ -14,7 +14,6 @@ pub const NAMES: &[&str] = &[
     "_burrow_state",
     "_burrow_queue",
     "_burrow_schedule",
-    "_burrow_pause",
     "_burrow_instance",
     "_burrow_dead_letter",
     "_burrow_queue_policy",
@@ -34,6 +33,8 @@ pub const NAMES: &[&str] = &[
     "r",
     "r_node",
     "r_rowid",
+    // Last, so that the committed seeds keep the names they were made with.
+    "_burrow_pause",
 ];
 
 /// Columns expressions may name.
