@@ -49,14 +49,11 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
-use axum::extract::{
-    DefaultBodyLimit, Extension, FromRequestParts, OriginalUri, Path, Query, State,
-};
+use axum::extract::{DefaultBodyLimit, Extension, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -73,7 +70,7 @@ use crate::config::{
     MAX_IMPORT_BYTES, MAX_SEND_WAIT,
 };
 use crate::error::Error;
-use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Forwarded, Hop, Host, METRICS_CONTENT_TYPE};
+use crate::host::{CHAIN_HEADER, FORWARDED_HEADER, Hop, Host, METRICS_CONTENT_TYPE};
 use crate::runtime::{Deployed, WorkflowCheck};
 
 mod accept;
@@ -84,6 +81,7 @@ mod idle;
 mod incoming;
 mod origin;
 mod own_wakes;
+mod routed;
 mod tls;
 mod ui;
 mod views;
@@ -91,6 +89,8 @@ mod views;
 pub use auth::Access;
 pub use tls::{RELOAD_POLL, Tls};
 pub use views::MAX_KEY_PAGE;
+
+use routed::Routed;
 
 /// What a server serves beside the JSON API, and how.
 #[derive(Debug, Clone)]
@@ -469,142 +469,6 @@ fn chain(headers: &HeaderMap) -> Result<Vec<Address>, ApiError> {
         .collect()
 }
 
-/// What forwarding a request to another host needs of it.
-struct Incoming {
-    hop: Hop,
-    caller: Caller,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Incoming {
-    fn new(method: Method, uri: Uri, headers: HeaderMap, caller: Caller, body: Bytes) -> Incoming {
-        Incoming {
-            hop: hop(&headers),
-            caller,
-            method,
-            uri,
-            headers,
-            body,
-        }
-    }
-}
-
-/// A request without a body, as the routes of one instance that take none
-/// pass it on.
-impl<S: Send + Sync> FromRequestParts<S> for Incoming {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Incoming, ApiError> {
-        // The guard (`http/auth.rs`) puts the caller on every routed request.
-        let caller = parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
-            ApiError::new(
-                500,
-                "internal",
-                "the request reached its route without a caller",
-            )
-        })?;
-        let uri = parts
-            .extensions
-            .get::<OriginalUri>()
-            .map_or_else(|| parts.uri.clone(), |OriginalUri(uri)| uri.clone());
-        Ok(Incoming::new(
-            parts.method.clone(),
-            uri,
-            parts.headers.clone(),
-            caller,
-            Bytes::new(),
-        ))
-    }
-}
-
-/// Answers a read of an instance's database with its JSON: on the host
-/// that serves the instance ([`routed`]), the read (bounded, but blocking)
-/// and its serialization on a blocking thread ([`off_the_workers`]).
-async fn json_view<T: serde::Serialize>(
-    host: &Host,
-    incoming: &Incoming,
-    actor: &str,
-    key: &str,
-    read: impl FnOnce(&Host, &str, &str) -> Result<T, Error> + Clone + Send + 'static,
-) -> ApiResult<Response> {
-    routed(host, incoming, actor, key, || {
-        let (host, actor, key, read) =
-            (host.clone(), actor.to_owned(), key.to_owned(), read.clone());
-        async move {
-            answered(
-                off_the_workers(move || {
-                    let view = read(&host, &actor, &key)?;
-                    Ok(axum::Json(view).into_response())
-                })
-                .await,
-            )
-        }
-    })
-    .await
-}
-
-/// Serves a request for (`actor`, `key`) with `here` on this host, or
-/// passes it on as it came to the host of the cluster that serves the
-/// instance, and its answer back.
-async fn routed<Here>(
-    host: &Host,
-    incoming: &Incoming,
-    actor: &str,
-    key: &str,
-    here: impl FnMut() -> Here,
-) -> ApiResult<Response>
-where
-    Here: Future<Output = Result<Response, Error>>,
-{
-    let there = move |base: String| async move {
-        let path = incoming
-            .uri
-            .path_and_query()
-            .map_or(incoming.uri.path(), |p| p.as_str());
-        let content_type = incoming
-            .headers
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        host.forward(
-            &base,
-            incoming.method.clone(),
-            path,
-            content_type,
-            None,
-            None,
-            &incoming.caller,
-            incoming.body.clone(),
-            host.forward_timeout(actor, Duration::ZERO),
-        )
-        .await
-        .map(|answer| Ok(passed_on(answer)))
-    };
-    Ok(host.route(incoming.hop, actor, key, here, there).await?)
-}
-
-/// The answer of another host, passed on.
-fn passed_on(answer: Forwarded) -> Response {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
-    let mut response = (status, answer.body).into_response();
-    if let Some(content_type) = answer
-        .content_type
-        .and_then(|v| axum::http::HeaderValue::from_str(&v).ok())
-    {
-        response
-            .headers_mut()
-            .insert(axum::http::header::CONTENT_TYPE, content_type);
-    }
-    response
-}
-
-/// A local answer: an error of the request itself becomes its response.
-fn answered(result: ApiResult<Response>) -> Result<Response, Error> {
-    Ok(result.unwrap_or_else(IntoResponse::into_response))
-}
-
 async fn cluster_status(State(host): State<Host>) -> ApiResult<axum::Json<Value>> {
     match host.cluster_status().await? {
         Some(status) => Ok(axum::Json(status)),
@@ -659,14 +523,9 @@ async fn call(
 
 async fn create(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
-    path: Result<Path<(String, String)>, PathRejection>,
+    routed: Routed,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
     let body = body?;
     let input = if body.iter().all(u8::is_ascii_whitespace) {
         "null"
@@ -676,51 +535,35 @@ async fn create(
         std::str::from_utf8(&body)
             .map_err(|e| ApiError::new(400, "invalid-arguments", e.to_string()))?
     };
-    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+    let routed = routed.with_body(body.clone());
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.create(actor, key, input).await?;
             Ok(StatusCode::CREATED.into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
-async fn destroy(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+async fn destroy(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.destroy(actor, key).await?;
             Ok(StatusCode::NO_CONTENT.into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
-async fn export(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+async fn export(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .serve(&host, |host, actor, key| async move {
             let file = host.export(actor, key).await?;
             Ok((
                 [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
                 file,
             )
                 .into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
 /// The query of `PUT /actors/{actor}/{key}/export`: whether an existing
@@ -732,18 +575,12 @@ struct ImportQuery {
     replace: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn import(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
-    path: Result<Path<(String, String)>, PathRejection>,
+    routed: Routed,
     query: Result<Query<ImportQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
     let Query(ImportQuery { replace }) = query.map_err(|e| {
         ApiError::new(
             400,
@@ -751,28 +588,21 @@ async fn import(
             format!("the query is not acceptable (only `replace=true|false`): {e}"),
         )
     })?;
-    let body = body?;
-    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key, body) = (&host, &actor, &key, &body);
-        move || async move {
+    let routed = routed.with_body(body?);
+    let body = routed.body();
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.import(actor, key, body, replace).await?;
             Ok(StatusCode::CREATED.into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
 async fn fork(
     State(host): State<Host>,
-    method: Method,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    Extension(caller): Extension<Caller>,
-    path: Result<Path<(String, String)>, PathRejection>,
+    routed: Routed,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
     let body = body?;
     let ForkBody { key: new_key } = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
@@ -781,86 +611,44 @@ async fn fork(
             format!("the fork's body is not `{{\"key\": NEW_KEY}}`: {e}"),
         )
     })?;
-    let incoming = Incoming::new(method, uri, headers, caller, body.clone());
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key, new_key) = (&host, &actor, &key, &new_key);
-        move || async move {
+    let routed = routed.with_body(body);
+    let new_key = new_key.as_str();
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.fork(actor, key, new_key).await?;
             Ok(StatusCode::CREATED.into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
-async fn pause(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+async fn pause(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .serve(&host, |host, actor, key| async move {
             let paused = host.pause(actor, key).await?;
             Ok(axum::Json(Paused { paused }).into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
-async fn resume(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+async fn resume(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .serve(&host, |host, actor, key| async move {
             let resumed = host.resume(actor, key).await?;
             Ok(axum::Json(Resumed { resumed }).into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
-async fn state(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.state(actor, key)
-    })
-    .await
+async fn state(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| host.state(actor, key))
+        .await
 }
 
-async fn inspect(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.inspect(actor, key)
-    })
-    .await
-}
-
-/// Runs a read of an instance's database (bounded, but blocking) on a
-/// blocking thread, so that it never holds an async worker.
-async fn off_the_workers<T: Send + 'static>(
-    read: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> ApiResult<T> {
-    match tokio::task::spawn_blocking(read).await {
-        Ok(result) => Ok(result?),
-        Err(e) => Err(ApiError::new(
-            500,
-            "storage",
-            format!("the read failed: {e}"),
-        )),
-    }
+async fn inspect(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| host.inspect(actor, key))
+        .await
 }
 
 /// The query of a deploy: `?check=true` replays the running workflows
@@ -891,11 +679,9 @@ struct CheckQuery {
 
 async fn workflow_check(
     State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
+    routed: Routed,
     query: Result<Query<CheckQuery>, QueryRejection>,
 ) -> ApiResult<axum::Json<WorkflowCheck>> {
-    let Path((actor, key)) = path?;
     let digest = query
         .map(|Query(q)| q.digest)
         .ok()
@@ -908,7 +694,7 @@ async fn workflow_check(
             )
         })?;
     Ok(axum::Json(
-        host.check_instance(incoming.hop, &actor, &key, &digest)
+        host.check_instance(routed.hop, &routed.actor, &routed.key, &digest)
             .await?,
     ))
 }
@@ -981,60 +767,44 @@ async fn send(
     Ok((status, axum::Json(outcome)).into_response())
 }
 
-async fn queue(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.queue(actor, key)
-    })
-    .await
+async fn queue(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| host.queue(actor, key))
+        .await
 }
 
-async fn workflow(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.workflow(actor, key)
-    })
-    .await
+async fn workflow(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| host.workflow(actor, key))
+        .await
 }
 
 async fn requeue(
     State(host): State<Host>,
-    incoming: Incoming,
+    routed: Routed,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key, id)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+    let Path((_, _, id)) = path?;
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.requeue(actor, key, id).await?;
             Ok(axum::Json(json!({ "id": id, "status": "requeued" })).into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
 async fn discard(
     State(host): State<Host>,
-    incoming: Incoming,
+    routed: Routed,
     path: Result<Path<(String, String, i64)>, PathRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key, id)) = path?;
-    routed(&host, &incoming, &actor, &key, {
-        let (host, actor, key) = (&host, &actor, &key);
-        move || async move {
+    let Path((_, _, id)) = path?;
+    routed
+        .serve(&host, |host, actor, key| async move {
             host.discard(actor, key, id).await?;
             Ok(StatusCode::NO_CONTENT.into_response())
-        }
-    })
-    .await
+        })
+        .await
 }
 
 #[cfg(test)]

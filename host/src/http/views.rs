@@ -1,7 +1,7 @@
 //! The read-only views the inspector pages through: the manifest's actors,
 //! a page of an actor's keys, an instance's tables (a page at a time) and
-//! its schedules. Reads of an instance go through [`json_view`] (in a
-//! cluster, to the host that serves it; off the async workers), bounded
+//! its schedules. Reads of an instance go through [`Routed::view`] (in
+//! a cluster, to the host that serves it; off the async workers), bounded
 //! like `GET /actors/{actor}/{key}`.
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{ApiError, ApiResult, Incoming, json_view};
+use super::{ApiError, ApiResult, Routed};
 use crate::client::KeyList;
 use crate::host::Host;
 use crate::inspect::{INSPECT_ROWS, MAX_TABLE_PAGE_ROWS};
@@ -94,17 +94,13 @@ pub(super) async fn keys(
 
 /// `GET /actors/{actor}/{key}/tables`: the actor's tables in the instance,
 /// with their columns and row counts.
-pub(super) async fn tables(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.tables(actor, key)
-            .map(|tables| json!({ "tables": tables }))
-    })
-    .await
+pub(super) async fn tables(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| {
+            host.tables(actor, key)
+                .map(|tables| json!({ "tables": tables }))
+        })
+        .await
 }
 
 /// The query of `GET /actors/{actor}/{key}/tables/{table}`.
@@ -119,11 +115,11 @@ pub(super) struct PageQuery {
 /// `limit` rows (default 100, at most 1,000) from row `offset` on.
 pub(super) async fn table_page(
     State(host): State<Host>,
-    incoming: Incoming,
+    routed: Routed,
     path: Result<Path<(String, String, String)>, PathRejection>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
-    let Path((actor, key, table)) = path?;
+    let Path((_, _, table)) = path?;
     let q = query(q, "`offset` and `limit`")?;
     let offset = number(q.offset.as_deref(), "offset", 0, i64::MAX as u64, 0)?;
     let limit = number(
@@ -133,22 +129,17 @@ pub(super) async fn table_page(
         MAX_TABLE_PAGE_ROWS as u64,
         INSPECT_ROWS as u64,
     )? as usize;
-    json_view(&host, &incoming, &actor, &key, move |host, actor, key| {
-        host.table_page(actor, key, &table, offset, limit)
-    })
-    .await
+    routed
+        .view(&host, move |host, actor, key| {
+            host.table_page(actor, key, &table, offset, limit)
+        })
+        .await
 }
 
 /// `GET /actors/{actor}/{key}/schedules`: the pending schedules, soonest
 /// first (`count` in all, the first 100).
-pub(super) async fn schedules(
-    State(host): State<Host>,
-    incoming: Incoming,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiResult<Response> {
-    let Path((actor, key)) = path?;
-    json_view(&host, &incoming, &actor, &key, |host, actor, key| {
-        host.schedules(actor, key)
-    })
-    .await
+pub(super) async fn schedules(State(host): State<Host>, routed: Routed) -> ApiResult<Response> {
+    routed
+        .view(&host, |host, actor, key| host.schedules(actor, key))
+        .await
 }
