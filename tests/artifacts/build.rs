@@ -1,8 +1,13 @@
 //! Builds every guest test program (and the example actors) into a
 //! component for wasm32-wasip2, and writes a constant with the path of each.
 //!
-//! The guests build in their own target directory (`target/guests`), so this
-//! nested cargo never waits for the lock of the build that runs it.
+//! The Rust guests build where `burrow build` builds them (burrow.toml:
+//! `--target wasm32-wasip2 --profile guest` in the workspace's target
+//! directory), so after the tests `burrow build` finds them built. The
+//! nested cargo locks only that profile's folders (`target/guest` and
+//! `target/wasm32-wasip2/guest`), never `target/debug`, which the build
+//! that runs it holds. The Python and JavaScript components go to
+//! `target/guests`, where burrow.toml names them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,10 +88,10 @@ fn main() {
         .parent()
         .unwrap()
         .to_path_buf();
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+    let cargo_target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("guests");
+        .unwrap_or_else(|| root.join("target"));
+    let target_dir = cargo_target_dir.join("guests");
     for watched in [
         "wit",
         "guest-sdk",
@@ -128,7 +133,7 @@ fn main() {
             "guest",
             "--target-dir",
         ])
-        .arg(&target_dir);
+        .arg(&cargo_target_dir);
     for (_, package, _) in RUST_GUESTS {
         cargo.args(["-p", package]);
     }
@@ -152,7 +157,7 @@ fn main() {
         "building the guest programs failed; is the target installed? (rustup target add wasm32-wasip2)"
     );
 
-    let out_dir = target_dir.join("wasm32-wasip2").join("guest");
+    let out_dir = cargo_target_dir.join("wasm32-wasip2").join("guest");
     let mut constants = String::new();
     for (name, _, stem) in RUST_GUESTS {
         let path = out_dir.join(format!("{stem}.wasm"));
