@@ -151,6 +151,12 @@ for lang in "${langs[@]}"; do
         cd "$name"
         case "$lang" in
             rust)
+                # One compile cache for the three Rust projects, as a user's
+                # shared CARGO_TARGET_DIR would be: the SDK and its
+                # dependencies build once (each project's own component
+                # keeps its name), and the project still reads `target/`.
+                mkdir -p "$work/rust-target"
+                ln -s "$work/rust-target" target
                 cargo test --quiet
                 ;;
             python)
