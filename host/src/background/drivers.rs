@@ -30,7 +30,8 @@ const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 /// The workflows being driven.
 #[derive(Default)]
 pub(crate) struct Drivers {
-    /// Instances whose workflow has a driver now.
+    /// Instances whose workflow has a driver now. Its lock is taken before
+    /// `kicked`'s wherever both are held.
     running: Mutex<HashSet<Address>>,
     /// Those of them asked to run again (the queue grew during a run).
     kicked: Mutex<HashSet<Address>>,
@@ -40,6 +41,36 @@ impl Drivers {
     /// The instances whose workflow has a driver now.
     pub(crate) fn running(&self) -> HashSet<Address> {
         self.running.lock().unwrap().clone()
+    }
+
+    /// Whether the caller is to start the driver of `address`: false when
+    /// one runs already, which is then asked to run again.
+    fn start(&self, address: &Address) -> bool {
+        let mut running = self.running.lock().unwrap();
+        if running.insert(address.clone()) {
+            return true;
+        }
+        self.kicked.lock().unwrap().insert(address.clone());
+        false
+    }
+
+    /// Takes back a kick given during the run that is starting: that run
+    /// sees what the kick was for.
+    fn take_kick(&self, address: &Address) -> bool {
+        self.kicked.lock().unwrap().remove(address)
+    }
+
+    /// Ends the driver of `address`, unless it was asked to run again since
+    /// its last run looked and `may_run` (then it runs again, and true is
+    /// returned). Both under the lock of `running`, so a kick either comes
+    /// before and is seen here, or after and starts a driver of its own.
+    fn run_again_or_end(&self, address: &Address, may_run: bool) -> bool {
+        let mut running = self.running.lock().unwrap();
+        if self.kicked.lock().unwrap().remove(address) && may_run {
+            return true;
+        }
+        running.remove(address);
+        false
     }
 }
 
@@ -55,12 +86,37 @@ impl Background {
         let Some(lease) = self.core.presence.lease(&address) else {
             return;
         };
-        if !self.drivers.running.lock().unwrap().insert(address.clone()) {
-            // The driver runs again after its current run (an append
-            // during a run is seen by the next one).
-            self.drivers.kicked.lock().unwrap().insert(address);
+        // A driver that runs already runs again after its current run (an
+        // append during a run is seen by the next one).
+        if !self.drivers.start(&address) {
             return;
         }
+        self.mark_driven(&address);
+        // The task holds the host only while a run goes on, so that a host
+        // that shuts down is dropped (and its data directory unlocked)
+        // without waiting for the driver's next wake-up.
+        let work = self.this.clone();
+        tokio::spawn(async move {
+            loop {
+                drive(&work, &address, &lease).await;
+                let Some(host) = work.upgrade() else {
+                    break;
+                };
+                // Not for an instance being destroyed, nor on a host that
+                // shuts down.
+                let may_run = !lease.is_closing() && !host.core.is_shutting_down();
+                if !host.drivers.run_again_or_end(&address, may_run) {
+                    break;
+                }
+                host.mark_driven(&address);
+            }
+            drop(lease);
+        });
+    }
+
+    /// Sets the workflow mark of `address` to now: its driver is about to
+    /// run.
+    fn mark_driven(&self, address: &Address) {
         match self.core.store.marks().set_mark(
             Mark::Workflow,
             &address.actor,
@@ -72,17 +128,6 @@ impl Background {
             Ok(()) | Err(MarkError::NotHeld) => {}
             Err(e) => tracing::error!(error = %e, "cannot record the workflow mark"),
         }
-        // The task holds the host only while a run goes on, so that a host
-        // that shuts down is dropped (and its data directory unlocked)
-        // without waiting for the driver's next wake-up.
-        let work = self.this.clone();
-        tokio::spawn(async move {
-            drive(&work, &address, &lease).await;
-            if let Some(work) = work.upgrade() {
-                work.drivers.running.lock().unwrap().remove(&address);
-            }
-            drop(lease);
-        });
     }
 }
 
@@ -101,7 +146,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
         let Some(host) = work.upgrade() else {
             return;
         };
-        host.drivers.kicked.lock().unwrap().remove(address);
+        host.drivers.take_kick(address);
         let end = host
             .core
             .with_cell(actor, key, Origin::MustExist, async |cell| {
@@ -109,7 +154,7 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             })
             .instrument(tracing::debug_span!("workflow run", actor, key))
             .await;
-        let kicked = host.drivers.kicked.lock().unwrap().remove(address);
+        let kicked = host.drivers.take_kick(address);
         let end = match end {
             Ok(RunEnd::Wait(_) | RunEnd::Idle) if kicked => Ok(RunEnd::Again),
             other => other,
@@ -187,5 +232,53 @@ async fn drive(work: &Weak<Background>, address: &Address, lease: &Lease) {
             }
         }
         return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address() -> Address {
+        Address {
+            actor: "flow".into(),
+            key: "k".into(),
+        }
+    }
+
+    #[test]
+    fn a_kick_after_the_last_look_runs_the_driver_again() {
+        let drivers = Drivers::default();
+        assert!(drivers.start(&address()));
+        // An append while the driver runs, after its run took the kicks.
+        assert!(!drivers.start(&address()));
+        assert!(drivers.run_again_or_end(&address(), true));
+        assert!(drivers.running().contains(&address()));
+        // No kick since: the driver ends, and the next append starts one.
+        assert!(!drivers.run_again_or_end(&address(), true));
+        assert!(drivers.running().is_empty());
+        assert!(drivers.start(&address()));
+    }
+
+    #[test]
+    fn a_kick_taken_by_a_run_does_not_run_the_driver_again() {
+        let drivers = Drivers::default();
+        assert!(drivers.start(&address()));
+        assert!(!drivers.start(&address()));
+        assert!(drivers.take_kick(&address()));
+        assert!(!drivers.run_again_or_end(&address(), true));
+        assert!(drivers.running().is_empty());
+    }
+
+    #[test]
+    fn a_driver_that_may_not_run_ends_despite_a_kick() {
+        let drivers = Drivers::default();
+        assert!(drivers.start(&address()));
+        assert!(!drivers.start(&address()));
+        assert!(!drivers.run_again_or_end(&address(), false));
+        assert!(drivers.running().is_empty());
+        // The kick went with it: a new driver starts afresh.
+        assert!(drivers.start(&address()));
+        assert!(!drivers.take_kick(&address()));
     }
 }
