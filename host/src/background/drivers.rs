@@ -54,8 +54,9 @@ impl Drivers {
         false
     }
 
-    /// Takes back a kick given during the run that is starting: that run
-    /// sees what the kick was for.
+    /// Takes the kick left for `address`, if any: whether one was. A run
+    /// takes them as it starts (it sees what they were for) and as it
+    /// ends (one left meanwhile asks for another run).
     fn take_kick(&self, address: &Address) -> bool {
         self.kicked.lock().unwrap().remove(address)
     }
