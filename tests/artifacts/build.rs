@@ -91,7 +91,9 @@ fn main() {
     let cargo_target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let target_dir = cargo_target_dir.join("guests");
+    // The Python and JavaScript components; the Rust guests build where
+    // `burrow build` puts them (below).
+    let components_dir = cargo_target_dir.join("guests");
     for watched in [
         "wit",
         "guest-sdk",
@@ -168,7 +170,7 @@ fn main() {
         ));
     }
 
-    for (name, result) in build_python(&root, &target_dir) {
+    for (name, result) in build_python(&root, &components_dir) {
         constants.push_str(&format!(
             "pub const {name}: Result<&str, &str> = {};
 ",
@@ -178,7 +180,7 @@ fn main() {
             }
         ));
     }
-    constants.push_str(&js::build(&root, &target_dir));
+    constants.push_str(&js::build(&root, &components_dir));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs.rs");
     std::fs::write(out, constants).unwrap();
 }
@@ -186,14 +188,17 @@ fn main() {
 /// Builds the Python guests with componentize-py (if it is installed), two
 /// at a time. A component whose inputs (its directory, the SDK, the WIT)
 /// have not changed since its last build is kept.
-fn build_python(root: &Path, target_dir: &Path) -> Vec<(&'static str, Result<PathBuf, String>)> {
+fn build_python(
+    root: &Path,
+    components_dir: &Path,
+) -> Vec<(&'static str, Result<PathBuf, String>)> {
     let sdk = root.join("guest-sdk-py");
     let mut results = Vec::new();
     for pair in PYTHON_GUESTS.chunks(2) {
         let running: Vec<_> = pair
             .iter()
             .map(|(name, module, file)| {
-                let out = target_dir.join(file);
+                let out = components_dir.join(file);
                 let source = root.join(module);
                 let inputs = [
                     source.parent().unwrap().to_path_buf(),

@@ -62,7 +62,7 @@ pub const WATCHED: &[&str] = &[
 
 /// Builds every JavaScript component and returns the constants naming
 /// them: `Result<&str, &str>`, the path or why it could not be built.
-pub fn build(root: &Path, target_dir: &Path) -> String {
+pub fn build(root: &Path, components_dir: &Path) -> String {
     let script = root.join("guest-sdk-js/build.mjs");
     let installed = root.join("guest-sdk-js/node_modules/@bytecodealliance/componentize-js");
     let missing = if !installed.exists() {
@@ -73,7 +73,7 @@ pub fn build(root: &Path, target_dir: &Path) -> String {
     let mut results: Vec<Result<PathBuf, String>> = Vec::new();
     let mut running: Vec<(usize, Child)> = Vec::new();
     for (index, (_, entry, file)) in JS_GUESTS.iter().enumerate() {
-        let out = target_dir.join(file);
+        let out = components_dir.join(file);
         results.push(Ok(out.clone()));
         if let Some(why) = &missing {
             results[index] = Err(why.clone());
