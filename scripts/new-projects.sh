@@ -29,10 +29,10 @@ trap cleanup EXIT
 echo "==> installing burrow into $work/install"
 # --debug with the workspace's target folder: what this builds,
 # `cargo build -p burrow` (README, scripts/quickstart.sh) finds built.
-# It cannot reuse the test build: `cargo test --workspace` builds the
-# dependencies with the features of every member and dev-dependency
-# (syn's `fold` and `visit`, regex's `unicode`, ...), which reach most of
-# the tree, so most of it is built again here (270 s of a CI run).
+# After `cargo test --workspace` it builds only Burrow's own crates again
+# (the tests build burrow-storage with its `testing` feature): the
+# dependencies' features are the same in both builds, through
+# workspace-hack/.
 cargo install --quiet --locked --debug --path "$repo/cli" --root "$work/install" \
     --target-dir "$repo/target"
 export PATH="$work/install/bin:$PATH"

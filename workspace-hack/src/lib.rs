@@ -1,0 +1,2 @@
+//! No code: this crate's dependencies and their features are its purpose
+//! (see its Cargo.toml).
