@@ -6,8 +6,20 @@
 #
 #   bash scripts/fuzz.sh            # 60 s per target
 #   bash scripts/fuzz.sh 600 http   # 10 minutes of one target
+#   bash scripts/fuzz.sh build      # only build the targets
+#
+# The build and the runs must see the same environment (CI sets
+# CARGO_PROFILE_RELEASE_OPT_LEVEL for both), or a run builds again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+if [ "${1:-}" = build ]; then
+    cd fuzz
+    exec cargo +nightly fuzz build
+fi
 
 seconds=${1:-60}
 shift || true
@@ -15,9 +27,6 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(imports http component args sql)
 fi
-
-rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 
 # The http target reaches a real actor when the counter is built.
 counter=target/wasm32-wasip2/guest/counter.wasm
