@@ -30,9 +30,9 @@ echo "==> installing burrow into $work/install"
 # --debug with the workspace's target folder: what this builds,
 # `cargo build -p burrow` (README, scripts/quickstart.sh) finds built.
 # After `cargo test --workspace` it builds only Burrow's own crates again
-# (the tests build burrow-storage with its `testing` feature): the
-# dependencies' features are the same in both builds, through
-# workspace-hack/.
+# (burrow-storage, which the tests build with its `testing` feature, and
+# the crates above it): the dependencies' features are the same in both
+# builds, through workspace-hack/.
 cargo install --quiet --locked --debug --path "$repo/cli" --root "$work/install" \
     --target-dir "$repo/target"
 export PATH="$work/install/bin:$PATH"
