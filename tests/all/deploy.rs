@@ -222,12 +222,13 @@ async fn check_refuses_a_rename_and_a_workflow_finishes_once_on_the_new_code() {
     )
     .await
     .unwrap();
-    // Wakes from `rest` after the deploys below (10 s, for a busy machine):
+    // Wakes from `rest` after the deploys below (30 s, for a busy machine:
+    // 10 s were too few once, beside a compile):
     // it finishes on the new code.
     host.create(
         "stepper",
         "across",
-        r#"{"steps": 2, "then_sleep_ms": 10000}"#,
+        r#"{"steps": 2, "then_sleep_ms": 30000}"#,
     )
     .await
     .unwrap();
